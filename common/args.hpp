@@ -1,0 +1,13 @@
+#pragma once
+// Lists on the command line: "1,2,4,8", ranges "1..8" (every integer) and "1..64:x2" (doubling),
+// sizes with binary suffixes "4K", "1M", "1G" (KiB, MiB, GiB). Errors name the flag.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t min, int64_t max);
+std::vector<std::string> split(const std::string& text, char sep);
+
+}  // namespace dtsim

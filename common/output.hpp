@@ -1,0 +1,24 @@
+#pragma once
+// Output helpers shared by the commands: aligned text tables, CSV, and files written atomically
+// (a temporary name, then rename) so that a failed run never leaves a half-written file.
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  // Columns whose cells are numbers are right-aligned.
+  std::string to_text() const;
+  std::string to_csv() const;
+};
+
+// Short human formats: "12.3 ms", "4.56 GB/s"; fixed significant digits.
+std::string fmt_time(double seconds);
+std::string fmt_count(double x);  // 25.6M, 4.09G
+std::string fmt_sig(double x, int digits = 4);
+
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace dtsim

@@ -1,0 +1,633 @@
+#!/usr/bin/env python3
+"""Generate dtsim's built-in model zoo (configs/models/*.json) from torchvision's definitions.
+
+Standard library only. Every model mirrors torchvision.models (default constructor arguments,
+1000 classes, no auxiliary heads) layer by layer; functional ops of torchvision's forward()
+(residual adds, torch.cat, F.relu, F.avg_pool2d, torch.flatten) appear as extra layers.
+The format is docs/model-format.md. After writing, each file is read back, its shapes and
+parameters are inferred following the doc's rules, and the parameter counts are checked against
+torchvision's exact values and the forward MACs against the well-known figures (within 2%).
+
+Usage (from the repository root):  python3 configs/models/gen_zoo.py
+"""
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TV = "torchvision 0.26 definition"
+
+# ----------------------------------------------------------------------------------------------
+# Shape inference and cost, following docs/model-format.md
+# ----------------------------------------------------------------------------------------------
+
+FIELDS = {
+    "conv2d": {"out_channels", "kernel", "stride", "padding", "dilation", "groups", "bias"},
+    "linear": {"out_features", "bias"},
+    "batchnorm2d": {"eps"},
+    "maxpool2d": {"kernel", "stride", "padding", "ceil_mode"},
+    "avgpool2d": {"kernel", "stride", "padding", "ceil_mode"},
+    "adaptive_avgpool2d": {"output"},
+    "add": set(), "concat": set(), "dropout": {"p"}, "flatten": set(),
+    "softmax_cross_entropy": set(),
+}
+for _a in ("relu", "relu6", "sigmoid", "tanh", "silu", "gelu", "hardswish"):
+    FIELDS[_a] = set()
+REQUIRED = {"conv2d": {"out_channels", "kernel"}, "linear": {"out_features"},
+            "maxpool2d": {"kernel"}, "avgpool2d": {"kernel"}, "adaptive_avgpool2d": {"output"}}
+
+
+def pair(v):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v, v)
+    assert isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v), v
+    return (v[0], v[1])
+
+
+def conv_out(h, k, s, p, d):
+    return (h + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def pool_out(h, k, s, p, ceil_mode):
+    # PyTorch pooling_output_shape (dilation 1)
+    num = h + 2 * p - (k - 1) - 1
+    if ceil_mode:
+        o = -(-num // s) + 1
+        if (o - 1) * s >= h + p:  # last window must start inside the input or left padding
+            o -= 1
+    else:
+        o = num // s + 1
+    return o
+
+
+def layer_cost(layer, ins):
+    """Returns (output shape, params, forward MACs) of one layer given its input shapes.
+    A shape is a tuple (C, H, W) or (F,)."""
+    op = layer["op"]
+    extra = set(layer) - {"name", "op", "inputs"} - FIELDS[op]
+    assert not extra, "%s: unknown fields %s" % (layer["name"], extra)
+    missing = REQUIRED.get(op, set()) - set(layer)
+    assert not missing, "%s: missing %s" % (layer["name"], missing)
+    if op in ("add", "concat"):
+        assert len(ins) >= 2, "%s: %s needs two or more inputs" % (layer["name"], op)
+    else:
+        assert len(ins) == 1, "%s: one input expected" % layer["name"]
+    x = ins[0]
+    if op == "conv2d":
+        assert len(x) == 3, layer["name"]
+        c, h, w = x
+        k = layer["out_channels"]
+        r, s_ = pair(layer["kernel"])
+        sh, sw = pair(layer.get("stride", 1))
+        ph, pw = pair(layer.get("padding", 0))
+        dh, dw = pair(layer.get("dilation", 1))
+        g = layer.get("groups", 1)
+        assert c % g == 0 and k % g == 0, layer["name"]
+        ho, wo = conv_out(h, r, sh, ph, dh), conv_out(w, s_, sw, pw, dw)
+        assert ho > 0 and wo > 0, layer["name"]
+        params = k * (c // g) * r * s_ + (k if layer.get("bias", True) else 0)
+        return (k, ho, wo), params, k * ho * wo * (c // g) * r * s_
+    if op == "linear":
+        assert len(x) == 1, "%s: linear needs a vector (flatten first)" % layer["name"]
+        o = layer["out_features"]
+        return (o,), x[0] * o + (o if layer.get("bias", True) else 0), x[0] * o
+    if op == "batchnorm2d":
+        assert len(x) == 3, layer["name"]
+        return x, 2 * x[0], 0
+    if op in ("maxpool2d", "avgpool2d"):
+        c, h, w = x
+        kh, kw = pair(layer["kernel"])
+        sh, sw = pair(layer.get("stride", layer["kernel"]))
+        ph, pw = pair(layer.get("padding", 0))
+        cm = layer.get("ceil_mode", False)
+        assert 2 * ph <= kh and 2 * pw <= kw, "%s: pad should be at most half of kernel" % layer["name"]
+        return (c, pool_out(h, kh, sh, ph, cm), pool_out(w, kw, sw, pw, cm)), 0, 0
+    if op == "adaptive_avgpool2d":
+        oh, ow = pair(layer["output"])
+        return (x[0], oh, ow), 0, 0
+    if op == "add":
+        assert all(i == x for i in ins), "%s: add of shapes %s" % (layer["name"], ins)
+        return x, 0, 0
+    if op == "concat":
+        assert all(len(i) == 3 and i[1:] == x[1:] for i in ins), "%s: concat %s" % (layer["name"], ins)
+        return (sum(i[0] for i in ins),) + x[1:], 0, 0
+    if op == "flatten":
+        return (x[0] * x[1] * x[2],) if len(x) == 3 else x, 0, 0
+    if op == "softmax_cross_entropy":
+        assert len(x) == 1, layer["name"]
+        return (), 0, 0
+    return x, 0, 0  # activations, dropout
+
+
+def infer(model):
+    """Checks a model dict and returns (shapes by layer name, total params, total MACs)."""
+    for key in model:
+        assert key in ("name", "input", "layers", "description", "source"), key
+    inp = model["input"]
+    shapes = {"input": (inp["channels"], inp["height"], inp["width"])}
+    prev = "input"
+    params = macs = 0
+    for i, layer in enumerate(model["layers"]):
+        name = layer["name"]
+        assert name not in shapes, "duplicate layer name " + name
+        ins = layer.get("inputs", [prev])
+        for n in ins:
+            assert n in shapes, "%s: undefined input %s" % (name, n)
+        out, p, m = layer_cost(layer, [shapes[n] for n in ins])
+        if layer["op"] == "softmax_cross_entropy":
+            assert i == len(model["layers"]) - 1, "loss must be the last layer"
+        shapes[name] = out
+        params += p
+        macs += m
+        prev = name
+    assert model["layers"][-1]["op"] == "softmax_cross_entropy"
+    return shapes, params, macs
+
+
+# ----------------------------------------------------------------------------------------------
+# Builder
+# ----------------------------------------------------------------------------------------------
+
+def _compact(v):
+    if isinstance(v, tuple):
+        v = list(v)
+    if isinstance(v, list) and len(v) == 2 and v[0] == v[1]:
+        return v[0]
+    return v
+
+
+class Model:
+    def __init__(self, name, source, c, h, w):
+        self.d = {"name": name, "source": source,
+                  "input": {"channels": c, "height": h, "width": w}, "layers": []}
+        self.shapes = {"input": (c, h, w)}
+        self.last = "input"
+
+    def add(self, name, op, inputs=None, **fields):
+        layer = {"name": name, "op": op}
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if inputs is not None and inputs != [self.last]:
+            layer["inputs"] = list(inputs)
+        for k, v in fields.items():
+            layer[k] = _compact(v)
+        ins = layer.get("inputs", [self.last])
+        out, _, _ = layer_cost(layer, [self.shapes[n] for n in ins])
+        self.d["layers"].append(layer)
+        self.shapes[name] = out
+        self.last = name
+        return name
+
+    def shape(self, name=None):
+        return self.shapes[name or self.last]
+
+    # convenience
+    def conv(self, name, out, k, stride=1, padding=0, groups=1, bias=True, inputs=None):
+        f = {"out_channels": out, "kernel": k}
+        if pair(stride) != (1, 1):
+            f["stride"] = stride
+        if pair(padding) != (0, 0):
+            f["padding"] = padding
+        if groups != 1:
+            f["groups"] = groups
+        f["bias"] = bias
+        return self.add(name, "conv2d", inputs, **f)
+
+    def linear(self, name, out, bias=True, inputs=None):
+        return self.add(name, "linear", inputs, out_features=out, bias=bias)
+
+    def bn(self, name, eps=None, inputs=None):
+        return self.add(name, "batchnorm2d", inputs, **({} if eps is None else {"eps": eps}))
+
+    def pool(self, name, op, k, stride=None, padding=0, ceil_mode=False, inputs=None):
+        f = {"kernel": k}
+        if stride is not None and pair(stride) != pair(k):
+            f["stride"] = stride
+        if pair(padding) != (0, 0):
+            f["padding"] = padding
+        if ceil_mode:
+            f["ceil_mode"] = True
+        return self.add(name, op, inputs, **f)
+
+    def head(self, classifier):
+        """classifier: list of (name, op, fields); appends the loss."""
+        for name, op, f in classifier:
+            self.add(name, op, **f)
+        self.add("loss", "softmax_cross_entropy")
+
+
+# ----------------------------------------------------------------------------------------------
+# Models
+# ----------------------------------------------------------------------------------------------
+
+def alexnet():
+    m = Model("alexnet", "torchvision.models.alexnet, " + TV, 3, 224, 224)
+    m.conv("features.0", 64, 11, 4, 2)
+    m.add("features.1", "relu")
+    m.pool("features.2", "maxpool2d", 3, 2)
+    m.conv("features.3", 192, 5, padding=2)
+    m.add("features.4", "relu")
+    m.pool("features.5", "maxpool2d", 3, 2)
+    m.conv("features.6", 384, 3, padding=1)
+    m.add("features.7", "relu")
+    m.conv("features.8", 256, 3, padding=1)
+    m.add("features.9", "relu")
+    m.conv("features.10", 256, 3, padding=1)
+    m.add("features.11", "relu")
+    m.pool("features.12", "maxpool2d", 3, 2)
+    assert m.shape() == (256, 6, 6), m.shape()
+    m.add("avgpool", "adaptive_avgpool2d", output=6)
+    m.add("flatten", "flatten")
+    m.add("classifier.0", "dropout", p=0.5)
+    m.linear("classifier.1", 4096)
+    m.add("classifier.2", "relu")
+    m.add("classifier.3", "dropout", p=0.5)
+    m.linear("classifier.4", 4096)
+    m.add("classifier.5", "relu")
+    m.linear("classifier.6", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+VGG_CFG = {
+    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"],
+    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
+              512, 512, 512, 512, "M"],
+}
+
+
+def vgg(name):
+    m = Model(name, "torchvision.models.%s, %s" % (name, TV), 3, 224, 224)
+    i = 0
+    for v in VGG_CFG[name]:
+        if v == "M":
+            m.pool("features.%d" % i, "maxpool2d", 2, 2)
+            i += 1
+        else:
+            m.conv("features.%d" % i, v, 3, padding=1)
+            m.add("features.%d" % (i + 1), "relu")
+            i += 2
+    assert m.shape() == (512, 7, 7), m.shape()
+    m.add("avgpool", "adaptive_avgpool2d", output=7)
+    m.add("flatten", "flatten")
+    m.linear("classifier.0", 4096)
+    m.add("classifier.1", "relu")
+    m.add("classifier.2", "dropout", p=0.5)
+    m.linear("classifier.3", 4096)
+    m.add("classifier.4", "relu")
+    m.add("classifier.5", "dropout", p=0.5)
+    m.linear("classifier.6", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+RESNET_CFG = {
+    "resnet18": ("basic", [2, 2, 2, 2]), "resnet34": ("basic", [3, 4, 6, 3]),
+    "resnet50": ("bottleneck", [3, 4, 6, 3]), "resnet101": ("bottleneck", [3, 4, 23, 3]),
+    "resnet152": ("bottleneck", [3, 8, 36, 3]),
+}
+
+
+def resnet(name):
+    kind, blocks = RESNET_CFG[name]
+    exp = 1 if kind == "basic" else 4
+    m = Model(name, "torchvision.models.%s, %s" % (name, TV), 3, 224, 224)
+    m.conv("conv1", 64, 7, 2, 3, bias=False)
+    m.bn("bn1")
+    m.add("relu", "relu")
+    m.pool("maxpool", "maxpool2d", 3, 2, 1)
+    inplanes = 64
+    for li, (planes, n) in enumerate(zip([64, 128, 256, 512], blocks)):
+        for bi in range(n):
+            stride = 2 if (li > 0 and bi == 0) else 1
+            p = "layer%d.%d." % (li + 1, bi)
+            x = m.last
+            if kind == "basic":
+                m.conv(p + "conv1", planes, 3, stride, 1, bias=False)
+                m.bn(p + "bn1")
+                m.add(p + "relu", "relu")
+                m.conv(p + "conv2", planes, 3, 1, 1, bias=False)
+                out = m.bn(p + "bn2")
+            else:  # torchvision Bottleneck (v1.5: stride on the 3x3 conv)
+                m.conv(p + "conv1", planes, 1, bias=False)
+                m.bn(p + "bn1")
+                m.add(p + "relu", "relu")
+                m.conv(p + "conv2", planes, 3, stride, 1, bias=False)
+                m.bn(p + "bn2")
+                m.add(p + "relu_2", "relu")
+                m.conv(p + "conv3", planes * exp, 1, bias=False)
+                out = m.bn(p + "bn3")
+            identity = x
+            if stride != 1 or inplanes != planes * exp:
+                m.conv(p + "downsample.0", planes * exp, 1, stride, bias=False, inputs=x)
+                identity = m.bn(p + "downsample.1")
+            m.add(p + "add", "add", inputs=[out, identity])
+            m.add(p + "relu_out", "relu")
+            inplanes = planes * exp
+    assert m.shape() == (512 * exp, 7, 7), m.shape()
+    m.add("avgpool", "adaptive_avgpool2d", output=1)
+    m.add("flatten", "flatten")
+    m.linear("fc", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+def densenet121():
+    growth, block_config, init, bn_size = 32, (6, 12, 24, 16), 64, 4
+    m = Model("densenet121", "torchvision.models.densenet121, " + TV, 3, 224, 224)
+    m.conv("features.conv0", init, 7, 2, 3, bias=False)
+    m.bn("features.norm0")
+    m.add("features.relu0", "relu")
+    m.pool("features.pool0", "maxpool2d", 3, 2, 1)
+    for bi, n in enumerate(block_config):
+        b = "features.denseblock%d." % (bi + 1)
+        feats = [m.last]
+        for j in range(n):
+            p = b + "denselayer%d." % (j + 1)
+            if len(feats) > 1:  # _DenseLayer.bn_function: torch.cat(inputs, 1)
+                m.add(p + "cat", "concat", inputs=feats)
+            else:
+                m.last = feats[0]
+            m.bn(p + "norm1", inputs=m.last)
+            m.add(p + "relu1", "relu")
+            m.conv(p + "conv1", bn_size * growth, 1, bias=False)
+            m.bn(p + "norm2")
+            m.add(p + "relu2", "relu")
+            feats.append(m.conv(p + "conv2", growth, 3, padding=1, bias=False))
+        m.add(b + "cat", "concat", inputs=feats)  # _DenseBlock.forward: torch.cat(features, 1)
+        c = m.shape()[0]
+        if bi != len(block_config) - 1:
+            t = "features.transition%d." % (bi + 1)
+            m.bn(t + "norm")
+            m.add(t + "relu", "relu")
+            m.conv(t + "conv", c // 2, 1, bias=False)
+            m.pool(t + "pool", "avgpool2d", 2, 2)
+    m.bn("features.norm5")
+    assert m.shape() == (1024, 7, 7), m.shape()
+    m.add("relu", "relu")  # F.relu in DenseNet.forward
+    m.add("avgpool", "adaptive_avgpool2d", output=1)
+    m.add("flatten", "flatten")
+    m.linear("classifier", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+def mobilenet_v2():
+    m = Model("mobilenet_v2", "torchvision.models.mobilenet_v2, " + TV, 3, 224, 224)
+
+    def cna(p, out, k, stride=1, groups=1):  # Conv2dNormActivation with ReLU6
+        m.conv(p + ".0", out, k, stride, (k - 1) // 2, groups, bias=False)
+        m.bn(p + ".1")
+        m.add(p + ".2", "relu6")
+
+    cna("features.0", 32, 3, 2)
+    inp, idx = 32, 1
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            p = "features.%d.conv." % idx
+            x = m.last
+            hidden = int(round(inp * t))
+            j = 0
+            if t != 1:
+                cna(p + "0", hidden, 1)
+                j = 1
+            cna(p + str(j), hidden, 3, stride, hidden)
+            m.conv(p + str(j + 1), c, 1, bias=False)
+            m.bn(p + str(j + 2))
+            if stride == 1 and inp == c:
+                m.add("features.%d.add" % idx, "add", inputs=[m.last, x])
+            inp = c
+            idx += 1
+    cna("features.%d" % idx, 1280, 1)
+    assert m.shape() == (1280, 7, 7), m.shape()
+    m.add("avgpool", "adaptive_avgpool2d", output=1)  # nn.functional.adaptive_avg_pool2d
+    m.add("flatten", "flatten")
+    m.add("classifier.0", "dropout", p=0.2)
+    m.linear("classifier.1", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+def basic_conv(m, p, out, k, stride=1, padding=0, inputs=None):
+    """torchvision's BasicConv2d of googlenet / inception: conv (no bias), bn (eps 0.001), F.relu."""
+    m.conv(p + ".conv", out, k, stride, padding, bias=False, inputs=inputs)
+    m.bn(p + ".bn", eps=0.001)
+    return m.add(p + ".relu", "relu")
+
+
+def googlenet():
+    m = Model("googlenet", "torchvision.models.googlenet (aux_logits=False), " + TV, 3, 224, 224)
+
+    def inception(p, ch1, ch3r, ch3, ch5r, ch5, pool_proj):
+        x = m.last
+        b1 = basic_conv(m, p + ".branch1", ch1, 1, inputs=x)
+        basic_conv(m, p + ".branch2.0", ch3r, 1, inputs=x)
+        b2 = basic_conv(m, p + ".branch2.1", ch3, 3, padding=1)
+        basic_conv(m, p + ".branch3.0", ch5r, 1, inputs=x)
+        b3 = basic_conv(m, p + ".branch3.1", ch5, 3, padding=1)  # 3x3, as in torchvision
+        m.pool(p + ".branch4.0", "maxpool2d", 3, 1, 1, ceil_mode=True, inputs=x)
+        b4 = basic_conv(m, p + ".branch4.1", pool_proj, 1)
+        m.add(p + ".cat", "concat", inputs=[b1, b2, b3, b4])
+
+    basic_conv(m, "conv1", 64, 7, 2, 3)
+    m.pool("maxpool1", "maxpool2d", 3, 2, ceil_mode=True)
+    basic_conv(m, "conv2", 64, 1)
+    basic_conv(m, "conv3", 192, 3, padding=1)
+    m.pool("maxpool2", "maxpool2d", 3, 2, ceil_mode=True)
+    inception("inception3a", 64, 96, 128, 16, 32, 32)
+    inception("inception3b", 128, 128, 192, 32, 96, 64)
+    m.pool("maxpool3", "maxpool2d", 3, 2, ceil_mode=True)
+    inception("inception4a", 192, 96, 208, 16, 48, 64)
+    inception("inception4b", 160, 112, 224, 24, 64, 64)
+    inception("inception4c", 128, 128, 256, 24, 64, 64)
+    inception("inception4d", 112, 144, 288, 32, 64, 64)
+    inception("inception4e", 256, 160, 320, 32, 128, 128)
+    m.pool("maxpool4", "maxpool2d", 2, 2, ceil_mode=True)
+    inception("inception5a", 256, 160, 320, 32, 128, 128)
+    inception("inception5b", 384, 192, 384, 48, 128, 128)
+    assert m.shape() == (1024, 7, 7), m.shape()
+    m.add("avgpool", "adaptive_avgpool2d", output=1)
+    m.add("flatten", "flatten")
+    m.add("dropout", "dropout", p=0.2)
+    m.linear("fc", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+def inception_v3():
+    m = Model("inception_v3", "torchvision.models.inception_v3 (aux_logits=False), " + TV,
+              3, 299, 299)
+    bc = lambda *a, **k: basic_conv(m, *a, **k)
+
+    def block_a(p, pool_features):
+        x = m.last
+        b1 = bc(p + ".branch1x1", 64, 1, inputs=x)
+        bc(p + ".branch5x5_1", 48, 1, inputs=x)
+        b5 = bc(p + ".branch5x5_2", 64, 5, padding=2)
+        bc(p + ".branch3x3dbl_1", 64, 1, inputs=x)
+        bc(p + ".branch3x3dbl_2", 96, 3, padding=1)
+        b3 = bc(p + ".branch3x3dbl_3", 96, 3, padding=1)
+        m.pool(p + ".avg_pool", "avgpool2d", 3, 1, 1, inputs=x)  # F.avg_pool2d(x, 3, 1, 1)
+        bp = bc(p + ".branch_pool", pool_features, 1)
+        m.add(p + ".cat", "concat", inputs=[b1, b5, b3, bp])
+
+    def block_b(p):
+        x = m.last
+        b3 = bc(p + ".branch3x3", 384, 3, stride=2, inputs=x)
+        bc(p + ".branch3x3dbl_1", 64, 1, inputs=x)
+        bc(p + ".branch3x3dbl_2", 96, 3, padding=1)
+        bd = bc(p + ".branch3x3dbl_3", 96, 3, stride=2)
+        bp = m.pool(p + ".max_pool", "maxpool2d", 3, 2, inputs=x)  # F.max_pool2d(x, 3, 2)
+        m.add(p + ".cat", "concat", inputs=[b3, bd, bp])
+
+    def block_c(p, c7):
+        x = m.last
+        b1 = bc(p + ".branch1x1", 192, 1, inputs=x)
+        bc(p + ".branch7x7_1", c7, 1, inputs=x)
+        bc(p + ".branch7x7_2", c7, [1, 7], padding=[0, 3])
+        b7 = bc(p + ".branch7x7_3", 192, [7, 1], padding=[3, 0])
+        bc(p + ".branch7x7dbl_1", c7, 1, inputs=x)
+        bc(p + ".branch7x7dbl_2", c7, [7, 1], padding=[3, 0])
+        bc(p + ".branch7x7dbl_3", c7, [1, 7], padding=[0, 3])
+        bc(p + ".branch7x7dbl_4", c7, [7, 1], padding=[3, 0])
+        bd = bc(p + ".branch7x7dbl_5", 192, [1, 7], padding=[0, 3])
+        m.pool(p + ".avg_pool", "avgpool2d", 3, 1, 1, inputs=x)
+        bp = bc(p + ".branch_pool", 192, 1)
+        m.add(p + ".cat", "concat", inputs=[b1, b7, bd, bp])
+
+    def block_d(p):
+        x = m.last
+        bc(p + ".branch3x3_1", 192, 1, inputs=x)
+        b3 = bc(p + ".branch3x3_2", 320, 3, stride=2)
+        bc(p + ".branch7x7x3_1", 192, 1, inputs=x)
+        bc(p + ".branch7x7x3_2", 192, [1, 7], padding=[0, 3])
+        bc(p + ".branch7x7x3_3", 192, [7, 1], padding=[3, 0])
+        b7 = bc(p + ".branch7x7x3_4", 192, 3, stride=2)
+        bp = m.pool(p + ".max_pool", "maxpool2d", 3, 2, inputs=x)
+        m.add(p + ".cat", "concat", inputs=[b3, b7, bp])
+
+    def block_e(p):
+        x = m.last
+        b1 = bc(p + ".branch1x1", 320, 1, inputs=x)
+        t = bc(p + ".branch3x3_1", 384, 1, inputs=x)
+        a = bc(p + ".branch3x3_2a", 384, [1, 3], padding=[0, 1], inputs=t)
+        b = bc(p + ".branch3x3_2b", 384, [3, 1], padding=[1, 0], inputs=t)
+        b3 = m.add(p + ".branch3x3.cat", "concat", inputs=[a, b])
+        bc(p + ".branch3x3dbl_1", 448, 1, inputs=x)
+        t = bc(p + ".branch3x3dbl_2", 384, 3, padding=1)
+        a = bc(p + ".branch3x3dbl_3a", 384, [1, 3], padding=[0, 1], inputs=t)
+        b = bc(p + ".branch3x3dbl_3b", 384, [3, 1], padding=[1, 0], inputs=t)
+        bd = m.add(p + ".branch3x3dbl.cat", "concat", inputs=[a, b])
+        m.pool(p + ".avg_pool", "avgpool2d", 3, 1, 1, inputs=x)
+        bp = bc(p + ".branch_pool", 192, 1)
+        m.add(p + ".cat", "concat", inputs=[b1, b3, bd, bp])
+
+    bc("Conv2d_1a_3x3", 32, 3, stride=2)
+    bc("Conv2d_2a_3x3", 32, 3)
+    bc("Conv2d_2b_3x3", 64, 3, padding=1)
+    m.pool("maxpool1", "maxpool2d", 3, 2)
+    bc("Conv2d_3b_1x1", 80, 1)
+    bc("Conv2d_4a_3x3", 192, 3)
+    m.pool("maxpool2", "maxpool2d", 3, 2)
+    assert m.shape() == (192, 35, 35), m.shape()
+    block_a("Mixed_5b", 32)
+    block_a("Mixed_5c", 64)
+    block_a("Mixed_5d", 64)
+    assert m.shape() == (288, 35, 35), m.shape()
+    block_b("Mixed_6a")
+    block_c("Mixed_6b", 128)
+    block_c("Mixed_6c", 160)
+    block_c("Mixed_6d", 160)
+    block_c("Mixed_6e", 192)
+    assert m.shape() == (768, 17, 17), m.shape()
+    block_d("Mixed_7a")
+    block_e("Mixed_7b")
+    block_e("Mixed_7c")
+    assert m.shape() == (2048, 8, 8), m.shape()
+    m.add("avgpool", "adaptive_avgpool2d", output=1)
+    m.add("dropout", "dropout", p=0.5)  # torchvision applies dropout before torch.flatten
+    m.add("flatten", "flatten")
+    m.linear("fc", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+# name -> (builder, torchvision parameter count, forward GMACs per sample or None)
+ZOO = {
+    "alexnet": (alexnet, 61100840, 0.71),
+    "vgg11": (lambda: vgg("vgg11"), 132863336, 7.61),
+    "vgg16": (lambda: vgg("vgg16"), 138357544, 15.47),
+    "vgg19": (lambda: vgg("vgg19"), 143667240, 19.63),
+    "resnet18": (lambda: resnet("resnet18"), 11689512, 1.81),
+    "resnet34": (lambda: resnet("resnet34"), 21797672, 3.66),
+    "resnet50": (lambda: resnet("resnet50"), 25557032, 4.09),
+    "resnet101": (lambda: resnet("resnet101"), 44549160, 7.80),
+    "resnet152": (lambda: resnet("resnet152"), 60192808, 11.51),
+    "densenet121": (densenet121, 7978856, 2.83),
+    "mobilenet_v2": (mobilenet_v2, 3504872, 0.30),
+    "googlenet": (googlenet, 6624904, 1.50),
+    "inception_v3": (inception_v3, 23834568, 5.71),
+}
+
+# feature map that must reach the classifier's pooling layer
+LAST_FEATURES = {"alexnet": ("features.12", (256, 6, 6)), "resnet50": ("layer4.2.relu_out", (2048, 7, 7)),
+                 "inception_v3": ("Mixed_7c.cat", (2048, 8, 8)), "vgg16": ("features.30", (512, 7, 7)),
+                 "densenet121": ("features.norm5", (1024, 7, 7)), "googlenet": ("inception5b.cat", (1024, 7, 7)),
+                 "mobilenet_v2": ("features.18.2", (1280, 7, 7))}
+
+
+def dumps(model):
+    head = {k: model[k] for k in ("name", "description", "source", "input") if k in model}
+    out = "{\n"
+    for k, v in head.items():
+        out += "  %s: %s,\n" % (json.dumps(k), json.dumps(v))
+    out += '  "layers": [\n    '
+    out += ",\n    ".join(json.dumps(l) for l in model["layers"])
+    out += "\n  ]\n}\n"
+    assert json.loads(out) == model
+    return out
+
+
+def main():
+    failures = []
+    rows = []
+    for name, (build, want_params, want_gmacs) in ZOO.items():
+        model = build().d
+        path = os.path.join(HERE, name + ".json")
+        with open(path, "w") as f:
+            f.write(dumps(model))
+        with open(path) as f:
+            model = json.load(f)
+        shapes, params, macs = infer(model)
+        if params != want_params:
+            failures.append("%s: %d parameters, torchvision has %d" % (name, params, want_params))
+        if want_gmacs is not None and abs(macs / 1e9 - want_gmacs) > 0.02 * want_gmacs:
+            failures.append("%s: %.3f GMAC, expected ~%.2f" % (name, macs / 1e9, want_gmacs))
+        if name in LAST_FEATURES:
+            lname, want = LAST_FEATURES[name]
+            if shapes[lname] != want:
+                failures.append("%s: %s is %s, expected %s" % (name, lname, shapes[lname], want))
+        if shapes[model["layers"][-2]["name"]] != (1000,):
+            failures.append("%s: logits are %s" % (name, shapes[model["layers"][-2]["name"]]))
+        rows.append((name, params, macs, len(model["layers"])))
+    tiny = os.path.join(HERE, "..", "..", "tests", "data", "tiny.json")
+    if os.path.exists(tiny):
+        with open(tiny) as f:
+            model = json.load(f)
+        _, params, macs = infer(model)
+        rows.append(("tiny", params, macs, len(model["layers"])))
+    print("%-14s %12s %10s %7s" % ("model", "params", "GMAC", "layers"))
+    for name, params, macs, n in rows:
+        print("%-14s %12d %10.4f %7d" % (name, params, macs / 1e9, n))
+    if failures:
+        for msg in failures:
+            print("FAIL " + msg, file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

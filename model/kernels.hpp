@@ -1,0 +1,59 @@
+#pragma once
+// Lowering layers to kernels (DESIGN §2). Each kernel carries its shape fields, the math it runs
+// in, and two lower bounds a roofline needs: FLOPs, and bytes moved with every input read once and
+// every output written once.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/graph.hpp"
+
+namespace dtsim {
+
+// Training precision as the user names it. kFP32 is PyTorch's default: TF32 convolutions (cuDNN
+// allow_tf32 is on) and strict FP32 matmuls. BF16 and FP16 are autocast: convolutions and matmuls in
+// 16 bits, parameters, gradients and the optimizer in FP32.
+enum class Precision { FP32, TF32, BF16, FP16 };
+Precision parse_precision(const std::string& s);  // throws InputError("--precision", ...)
+const char* precision_name(Precision p);
+
+// The arithmetic a kernel runs in; indexes GpuSpec::peak_flops.
+enum class MathMode { FP32 = 0, TF32 = 1, BF16 = 2, FP16 = 3 };
+constexpr int kMathModes = 4;
+const char* math_name(MathMode m);
+
+enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate };
+enum class Pass { Fwd, BwdData, BwdFilter, BwdWeight, Bwd, Update };
+const char* kind_name(KernelKind k);
+const char* pass_name(Pass p);
+
+// Shape fields per kind, in the order of kernel_shape_fields(kind):
+//   conv2d: N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups
+//   gemm: M N K transA transB          batchnorm: N C H W     pool: N C H W R S stride pad
+//   activation, add, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
+constexpr int kMaxShapeFields = 14;
+const std::vector<const char*>& kernel_shape_fields(KernelKind k);
+
+struct KernelDesc {
+  KernelKind kind;
+  Pass pass;
+  MathMode math;
+  int layer;  // index into Graph::layers; -1 for the optimizer's kernels
+  std::array<int64_t, kMaxShapeFields> shape{};
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct IterationKernels {
+  std::vector<KernelDesc> forward;   // graph order
+  std::vector<KernelDesc> backward;  // reverse graph order; the loss's backward first
+  std::vector<KernelDesc> update;    // optimizer
+};
+
+// Bytes per activation element for a training precision.
+int activation_bytes(Precision p);
+
+IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p);
+
+}  // namespace dtsim

@@ -1,0 +1,49 @@
+#pragma once
+// One prediction: a model, a cluster and a training configuration in; iteration time, its
+// breakdown, throughput, weak-scaling efficiency and the bottleneck out.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/graph.hpp"
+#include "model/kernels.hpp"
+#include "model/schedule.hpp"
+#include "network/cluster.hpp"
+#include "network/collective.hpp"
+
+namespace dtsim {
+
+struct TrainingConfig {
+  int64_t gpus = 1;
+  int64_t batch_per_gpu = 1;
+  Precision precision = Precision::FP32;
+  std::string algo = "ring";
+  std::string compute_model = "roofline";
+  std::optional<bool> overlap;  // the framework's setting unless given
+  bool record_kernels = false;
+};
+
+struct Prediction {
+  std::string model, cluster, gpu, precision, algo, compute_model;
+  int64_t gpus = 0, nodes = 0, batch_per_gpu = 0;
+  bool overlap = true;
+  double iteration_s = 0;
+  double throughput_samples_per_s = 0;
+  double compute_s = 0, comm_s = 0, exposed_comm_s = 0, host_idle_s = 0, optimizer_s = 0;
+  double single_gpu_iteration_s = 0;
+  double scaling_efficiency = 1;  // t(1 GPU) / t(P GPUs) at equal batch per GPU
+  std::string bottleneck;         // compute, memory, communication or host
+  std::string comm_bottleneck;    // the link that limits all-reduce bandwidth
+  int64_t grad_bytes = 0;
+  std::vector<std::string> layer_names;
+  IterationTimeline timeline;
+};
+
+// Checks the configuration (InputError naming the flag) and predicts it.
+Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg);
+
+// Largest batch per GPU accepted; beyond it the question is not a training configuration.
+constexpr int64_t kMaxBatchPerGpu = 1 << 20;
+
+}  // namespace dtsim

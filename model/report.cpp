@@ -1,0 +1,118 @@
+#include "model/report.hpp"
+
+#include <cstdio>
+
+namespace dtsim {
+
+Json prediction_summary_json(const Prediction& p) {
+  return Json{
+      {"model", p.model},
+      {"cluster", p.cluster},
+      {"gpu", p.gpu},
+      {"gpus", p.gpus},
+      {"nodes", p.nodes},
+      {"batch_per_gpu", p.batch_per_gpu},
+      {"global_batch", p.batch_per_gpu * p.gpus},
+      {"precision", p.precision},
+      {"compute_model", p.compute_model},
+      {"algo", p.algo},
+      {"overlap", p.overlap},
+      {"iteration_s", p.iteration_s},
+      {"throughput_samples_per_s", p.throughput_samples_per_s},
+      {"compute_s", p.compute_s},
+      {"comm_s", p.comm_s},
+      {"exposed_comm_s", p.exposed_comm_s},
+      {"host_idle_s", p.host_idle_s},
+      {"optimizer_s", p.optimizer_s},
+      {"grad_bytes", p.grad_bytes},
+      {"single_gpu_iteration_s", p.single_gpu_iteration_s},
+      {"scaling_efficiency", p.scaling_efficiency},
+      {"bottleneck", p.bottleneck},
+      {"comm_bottleneck", p.comm_bottleneck},
+  };
+}
+
+Json prediction_json(const Prediction& p) {
+  Json j = prediction_summary_json(p);
+  Json layers = Json::array();
+  for (size_t i = 0; i < p.timeline.layers.size(); ++i) {
+    const auto& l = p.timeline.layers[i];
+    layers.push_back({{"name", p.layer_names[i]}, {"fwd_s", l.fwd_s}, {"bwd_s", l.bwd_s}, {"grad_bytes", l.grad_bytes}});
+  }
+  j["layers"] = std::move(layers);
+  Json buckets = Json::array();
+  for (const auto& b : p.timeline.buckets)
+    buckets.push_back({{"bytes", b.bytes}, {"tensors", b.tensors}, {"ready_s", b.ready_s}, {"start_s", b.start_s}, {"end_s", b.end_s}});
+  j["buckets"] = std::move(buckets);
+  return j;
+}
+
+std::vector<std::string> prediction_columns(bool human) {
+  if (human)
+    return {"model", "gpus", "nodes", "batch/gpu", "iteration", "samples/s", "compute", "comm", "exposed", "host idle", "efficiency", "bottleneck"};
+  return {"model", "cluster", "gpus", "nodes", "batch_per_gpu", "precision", "iteration_s", "throughput_samples_per_s", "compute_s", "comm_s",
+          "exposed_comm_s", "host_idle_s", "optimizer_s", "scaling_efficiency", "bottleneck"};
+}
+
+static std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
+  return b;
+}
+
+std::vector<std::string> prediction_row(const Prediction& p, bool human) {
+  if (human)
+    return {p.model, std::to_string(p.gpus), std::to_string(p.nodes), std::to_string(p.batch_per_gpu), fmt_time(p.iteration_s),
+            fmt_sig(p.throughput_samples_per_s, 5), fmt_time(p.compute_s), fmt_time(p.comm_s), fmt_time(p.exposed_comm_s),
+            fmt_time(p.host_idle_s), pct(p.scaling_efficiency), p.bottleneck};
+  return {p.model, p.cluster, std::to_string(p.gpus), std::to_string(p.nodes), std::to_string(p.batch_per_gpu), p.precision,
+          fmt_sig(p.iteration_s, 6), fmt_sig(p.throughput_samples_per_s, 6), fmt_sig(p.compute_s, 6), fmt_sig(p.comm_s, 6),
+          fmt_sig(p.exposed_comm_s, 6), fmt_sig(p.host_idle_s, 6), fmt_sig(p.optimizer_s, 6), fmt_sig(p.scaling_efficiency, 6), p.bottleneck};
+}
+
+std::string prediction_text(const Prediction& p, bool with_layers) {
+  std::string s;
+  char b[256];
+  std::snprintf(b, sizeof b, "%s on %s: %lld GPU(s) on %lld node(s), batch %lld per GPU (global %lld), %s\n", p.model.c_str(), p.cluster.c_str(),
+                static_cast<long long>(p.gpus), static_cast<long long>(p.nodes), static_cast<long long>(p.batch_per_gpu),
+                static_cast<long long>(p.batch_per_gpu * p.gpus), p.precision.c_str());
+  s += b;
+  Table t;
+  t.header = {"quantity", "value", "note"};
+  double it = p.iteration_s;
+  t.rows = {
+      {"iteration", fmt_time(it), ""},
+      {"throughput", fmt_sig(p.throughput_samples_per_s, 5) + " samples/s", ""},
+      {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; model: " + p.compute_model},
+      {"communication", fmt_time(p.comm_s), fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
+                                                 (p.gpus > 1 ? ", limited by the " + p.comm_bottleneck : "") + (p.overlap ? ", overlapped" : ", after backward")},
+      {"exposed communication", fmt_time(p.exposed_comm_s), pct(p.exposed_comm_s / it) + " of the iteration"},
+      {"host-bound idle", fmt_time(p.host_idle_s), pct(p.host_idle_s / it) + " of the iteration"},
+      {"optimizer", fmt_time(p.optimizer_s), ""},
+      {"scaling efficiency", pct(p.scaling_efficiency), "t(1 GPU) = " + fmt_time(p.single_gpu_iteration_s) + " at the same batch per GPU"},
+      {"bottleneck", p.bottleneck, ""},
+  };
+  s += t.to_text();
+  if (with_layers) {
+    Table lt;
+    lt.header = {"layer", "fwd", "bwd", "grad bytes"};
+    for (size_t i = 0; i < p.timeline.layers.size(); ++i) {
+      const auto& l = p.timeline.layers[i];
+      lt.rows.push_back({p.layer_names[i], fmt_time(l.fwd_s), fmt_time(l.bwd_s), std::to_string(l.grad_bytes)});
+    }
+    s += "\n" + lt.to_text();
+  }
+  return s;
+}
+
+Json model_summary_json(const Graph& g) {
+  return Json{{"name", g.name},
+              {"params", g.params()},
+              {"param_tensors", g.param_tensors()},
+              {"fwd_macs_per_sample", g.fwd_macs_per_sample()},
+              {"layers", g.layers.size()},
+              {"input", {g.input.c, g.input.h, g.input.w}},
+              {"source", g.source}};
+}
+
+}  // namespace dtsim

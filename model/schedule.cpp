@@ -1,0 +1,93 @@
+#include "model/schedule.hpp"
+
+#include <algorithm>
+
+namespace dtsim {
+
+std::vector<std::vector<std::pair<int, int64_t>>> assign_buckets(const Graph& g, int64_t first_cap, int64_t cap, int64_t bytes_per_param) {
+  std::vector<std::vector<std::pair<int, int64_t>>> buckets(1);
+  int64_t filled = 0, limit = first_cap;
+  for (int i = static_cast<int>(g.layers.size()) - 1; i >= 0; --i) {
+    const Layer& l = g.layers[i];
+    // model.parameters() lists weight then bias; reversed, the bias comes first.
+    for (int64_t n : {l.bias_params(), l.weight_params()}) {
+      if (n == 0) continue;
+      buckets.back().push_back({i, n * bytes_per_param});
+      filled += n * bytes_per_param;
+      if (filled >= limit) {
+        buckets.emplace_back();
+        filled = 0;
+        limit = cap;
+      }
+    }
+  }
+  if (buckets.back().empty()) buckets.pop_back();
+  return buckets;
+}
+
+IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,
+                                     const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
+  IterationTimeline t;
+  const size_t L = g.layers.size();
+  t.layers.assign(L, {});
+  for (size_t i = 0; i < L; ++i) t.layers[i].grad_bytes = g.layers[i].params() * opt.grad_bytes_per_param;
+  std::vector<double> grad_ready(L, 0.0);
+
+  double host = opt.iteration_overhead_s;  // host time before the first launch
+  double gpu_free = 0;
+  // A kernel starts when the stream is free, the host has issued it, and whatever it waits on
+  // (`not_before`, the last all-reduce for the optimizer) is done. The stream's idle gap is split
+  // into communication the GPU waits for and time the host is behind.
+  auto issue = [&](const KernelDesc& kd, double not_before) {
+    KernelTime kt = compute.time(kd);
+    host += opt.launch_overhead_s;
+    double start = std::max({gpu_free, host, not_before});
+    double comm_wait = std::max(0.0, not_before - std::max(gpu_free, host));
+    t.exposed_comm_s += comm_wait;
+    t.host_idle_s += (start - gpu_free) - comm_wait;
+    double end = start + kt.seconds;
+    gpu_free = end;
+    t.compute_s += kt.seconds;
+    (kt.memory_bound ? t.memory_bound_s : t.compute_bound_s) += kt.seconds;
+    if (opt.record_kernels) t.kernels.push_back({kd.layer, kd.kind, kd.pass, host, start, end});
+    return std::make_pair(kt.seconds, end);
+  };
+
+  for (const auto& kd : k.forward) t.layers[kd.layer].fwd_s += issue(kd, 0).first;
+  t.forward_end_s = gpu_free;
+  for (const auto& kd : k.backward) {
+    auto [dur, end] = issue(kd, 0);
+    t.layers[kd.layer].bwd_s += dur;
+    grad_ready[kd.layer] = end;  // a layer's last backward kernel produces its parameter gradients
+  }
+  t.backward_end_s = gpu_free;
+
+  // Gradient buckets on the communication stream, in bucket order.
+  double comm_free = 0;
+  for (const auto& b : assign_buckets(g, opt.first_bucket_bytes, opt.bucket_bytes, opt.grad_bytes_per_param)) {
+    GradientBucket gb;
+    for (const auto& [layer, bytes] : b) {
+      gb.bytes += bytes;
+      gb.tensors++;
+      gb.ready_s = std::max(gb.ready_s, grad_ready[layer]);
+    }
+    double ready = opt.overlap ? gb.ready_s : t.backward_end_s;
+    gb.start_s = std::max(ready, comm_free);
+    double dur = allreduce_s(static_cast<double>(gb.bytes));
+    gb.end_s = gb.start_s + dur;
+    comm_free = gb.end_s;
+    t.comm_s += dur;
+    t.buckets.push_back(gb);
+  }
+
+  // The optimizer waits for the last all-reduce.
+  for (const auto& kd : k.update) t.optimizer_s += issue(kd, comm_free).first;
+  if (comm_free > gpu_free) {  // a model without parameters to update still waits for its all-reduce
+    t.exposed_comm_s += comm_free - gpu_free;
+    gpu_free = comm_free;
+  }
+  t.iteration_s = std::max(gpu_free, host);
+  return t;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,71 @@
+#pragma once
+// The iteration schedule (DESIGN §3): one host thread issuing kernels to a compute stream, gradient
+// buckets all-reduced on a communication stream as they fill, then the optimizer.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/graph.hpp"
+#include "model/kernels.hpp"
+#include "network/cluster.hpp"
+#include "roofline/compute_model.hpp"
+
+namespace dtsim {
+
+struct GradientBucket {
+  int64_t bytes = 0;
+  int tensors = 0;
+  double ready_s = 0;  // every gradient in it computed
+  double start_s = 0;  // all-reduce begins
+  double end_s = 0;
+};
+
+struct LayerTimes {
+  double fwd_s = 0;
+  double bwd_s = 0;
+  int64_t grad_bytes = 0;
+};
+
+struct KernelSpan {
+  int layer;
+  KernelKind kind;
+  Pass pass;
+  double issue_s, start_s, end_s;
+};
+
+struct IterationTimeline {
+  double iteration_s = 0;
+  double compute_s = 0;               // GPU busy with kernels
+  double compute_bound_s = 0;         // of which limited by arithmetic
+  double memory_bound_s = 0;          // of which limited by memory bandwidth
+  double comm_s = 0;                  // all-reduce time, overlapped or not
+  double exposed_comm_s = 0;          // the compute stream waiting for the last all-reduce
+  double host_idle_s = 0;             // the GPU waiting for the host to issue work
+  double optimizer_s = 0;
+  double forward_end_s = 0, backward_end_s = 0;
+  std::vector<LayerTimes> layers;     // per graph layer
+  std::vector<GradientBucket> buckets;
+  std::vector<KernelSpan> kernels;    // filled when asked for
+};
+
+struct ScheduleOptions {
+  bool overlap = true;
+  int64_t first_bucket_bytes = 1 << 20;
+  int64_t bucket_bytes = 25 << 20;
+  double launch_overhead_s = 0;
+  double iteration_overhead_s = 0;
+  int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
+  bool record_kernels = false;
+};
+
+// `allreduce_s(bytes)` prices one bucket's all-reduce.
+IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,
+                                     const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt);
+
+// DDP's bucket assignment: parameter tensors in reverse order of model.parameters(), a bucket closing
+// once it holds at least its cap (the first bucket's cap is smaller). Returns, per bucket, the
+// (layer, bytes) of its tensors.
+std::vector<std::vector<std::pair<int, int64_t>>> assign_buckets(const Graph& g, int64_t first_cap, int64_t cap, int64_t bytes_per_param);
+
+}  // namespace dtsim

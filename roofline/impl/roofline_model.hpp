@@ -1,0 +1,18 @@
+#pragma once
+#include "roofline/compute_model.hpp"
+
+namespace dtsim {
+
+// t = max(FLOPs / (peak(math) * compute_efficiency), bytes / (bandwidth * memory_efficiency))
+//     + kernel_overhead_s
+class RooflineModel : public ComputeModel {
+ public:
+  explicit RooflineModel(GpuSpec gpu) : gpu_(std::move(gpu)) {}
+  std::string name() const override { return "roofline"; }
+  KernelTime time(const KernelDesc& k) const override;
+
+ private:
+  GpuSpec gpu_;
+};
+
+}  // namespace dtsim
