@@ -140,6 +140,16 @@ static int run(int argc, char** argv) {
   coll->add_option("--format", c_format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   coll->add_option("--out", c_out, "Write the output to FILE (atomically) instead of stdout");
 
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string cmd = argv[1];
+    bool known = false;
+    std::string names;
+    for (const auto* sub : app.get_subcommands({})) {
+      known |= sub->get_name() == cmd;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) throw InputError("", "unknown command '" + cmd + "' (" + names + "; see dtsim --help)");
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,89 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "model/kernels.hpp"
+#include "roofline/compute_model.hpp"
+
+using namespace dtsim;
+
+static int count(const std::vector<KernelDesc>& ks, KernelKind kind, Pass pass) {
+  int n = 0;
+  for (const auto& k : ks) n += k.kind == kind && k.pass == pass;
+  return n;
+}
+
+TEST_CASE("a convolution lowers to fwd, bwd_data and bwd_filter with 2*MACs FLOPs each") {
+  auto g = model_from(R"([{"name":"c0","op":"conv2d","out_channels":8,"kernel":3,"padding":1,"bias":false},
+                          {"name":"c1","op":"conv2d","out_channels":16,"kernel":3,"padding":1,"bias":false}])");
+  auto k = lower_iteration(g, 4, Precision::FP32);
+  // The first layer reads the model input, which needs no gradient: no bwd_data there.
+  CHECK(count(k.forward, KernelKind::Conv2d, Pass::Fwd) == 2);
+  CHECK(count(k.backward, KernelKind::Conv2d, Pass::BwdData) == 1);
+  CHECK(count(k.backward, KernelKind::Conv2d, Pass::BwdFilter) == 2);
+  const KernelDesc& f = k.forward[1];
+  CHECK(f.math == MathMode::TF32);  // PyTorch's default fp32 runs convolutions in TF32
+  CHECK(f.flops == Approx(2.0 * 4 * 16 * 32 * 32 * 8 * 9));
+  CHECK(f.bytes == Approx(4.0 * (4 * 8 * 32 * 32 + 4 * 16 * 32 * 32 + 16 * 8 * 9)));
+  CHECK(f.shape[0] == 4);
+  CHECK(f.shape[1] == 8);
+  CHECK(f.shape[4] == 16);
+  // Backward runs in reverse layer order: c1's kernels first.
+  CHECK(k.backward.front().layer == 1);
+  CHECK(k.backward.back().layer == 0);
+  CHECK(k.update.size() == 2);
+}
+
+TEST_CASE("linear layers lower to GEMMs; matmuls stay FP32 under fp32 and go bf16 under autocast") {
+  auto g = model_from(R"([{"name":"f","op":"flatten"},{"name":"fc","op":"linear","out_features":10},{"name":"l","op":"softmax_cross_entropy"}])",
+                      R"({"channels":64,"height":1,"width":1})");
+  auto k = lower_iteration(g, 32, Precision::FP32);
+  REQUIRE(count(k.forward, KernelKind::Gemm, Pass::Fwd) == 1);
+  CHECK(count(k.backward, KernelKind::Gemm, Pass::BwdData) == 0);  // flatten of the input needs no gradient
+  CHECK(count(k.backward, KernelKind::Gemm, Pass::BwdWeight) == 1);
+  const KernelDesc& fwd = k.forward[0];
+  CHECK(fwd.math == MathMode::FP32);
+  CHECK(fwd.shape[0] == 32);
+  CHECK(fwd.shape[1] == 10);
+  CHECK(fwd.shape[2] == 64);
+  CHECK(fwd.flops == Approx(2.0 * 32 * 10 * 64));
+  auto kb = lower_iteration(g, 32, Precision::BF16);
+  CHECK(kb.forward[0].math == MathMode::BF16);
+  CHECK(kb.forward[0].bytes == Approx(fwd.bytes / 2));
+  CHECK(kb.update[0].math == MathMode::FP32);  // autocast keeps FP32 parameters
+}
+
+TEST_CASE("a tensor read by two layers gets one gradient accumulation") {
+  auto g = tiny();
+  auto k = lower_iteration(g, 2, Precision::FP32);
+  int fanout = 0;
+  for (const auto& l : g.layers) fanout += l.consumers > 1 ? l.consumers - 1 : 0;
+  REQUIRE(fanout > 0);
+  CHECK(count(k.backward, KernelKind::Add, Pass::Bwd) == fanout);
+  // Adds have a forward kernel but pass their gradient through.
+  int adds = 0;
+  for (const auto& l : g.layers) adds += l.op == Op::Add;
+  CHECK(count(k.forward, KernelKind::Add, Pass::Fwd) == adds);
+}
+
+TEST_CASE("the roofline takes the larger floor and adds the per-kernel cost") {
+  GpuSpec gpu;
+  gpu.peak_flops = {100e12, 400e12, 800e12, 800e12};
+  gpu.memory_bandwidth_Bps = 2e12;
+  gpu.compute_efficiency = 0.5;
+  gpu.memory_efficiency = 1.0;
+  gpu.kernel_overhead_s = 1e-6;
+  auto model = make_compute_model("roofline", gpu);
+  KernelDesc k{KernelKind::Gemm, Pass::Fwd, MathMode::FP32, 0, {}, 1e12, 1e9};
+  KernelTime t = model->time(k);
+  CHECK(t.seconds == Approx(1e12 / 50e12 + 1e-6));
+  CHECK_FALSE(t.memory_bound);
+  k.math = MathMode::BF16;
+  k.bytes = 1e11;  // 50 ms of bytes against 2.5 ms of math
+  t = model->time(k);
+  CHECK(t.seconds == Approx(0.05 + 1e-6));
+  CHECK(t.memory_bound);
+  k.flops = 0;
+  k.bytes = 0;
+  CHECK(model->time(k).seconds == Approx(1e-6));  // an empty kernel still costs its launch
+  CHECK_THROWS(make_compute_model("nope", gpu));
+}

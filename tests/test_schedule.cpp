@@ -1,0 +1,122 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "model/predict.hpp"
+#include "model/schedule.hpp"
+
+using namespace dtsim;
+
+static ClusterSpec h100() { return load_cluster("h100-sxm"); }
+
+static Prediction run(const std::string& model, int64_t gpus, int64_t batch, bool overlap = true, Precision prec = Precision::FP32) {
+  TrainingConfig cfg;
+  cfg.gpus = gpus;
+  cfg.batch_per_gpu = batch;
+  cfg.overlap = overlap;
+  cfg.precision = prec;
+  return predict(load_model(model), h100(), cfg);
+}
+
+TEST_CASE("DDP bucket assignment: reverse parameter order, 1 MiB first bucket, then 25 MiB") {
+  Graph g = load_model("resnet50");
+  auto buckets = assign_buckets(g, 1 << 20, 25 << 20, 4);
+  int64_t total = 0;
+  for (const auto& b : buckets)
+    for (const auto& [layer, bytes] : b) total += bytes;
+  CHECK(total == g.params() * 4);
+  // The first bucket starts with the classifier (fc.bias, fc.weight) and closes once past 1 MiB.
+  CHECK(g.layers[buckets[0][0].first].name == "fc");
+  int64_t first = 0;
+  for (const auto& t : buckets[0]) first += t.second;
+  CHECK(first >= (1 << 20));
+  for (size_t i = 1; i + 1 < buckets.size(); ++i) {
+    int64_t bytes = 0;
+    for (const auto& t : buckets[i]) bytes += t.second;
+    CHECK(bytes >= (25 << 20));
+    CHECK(bytes - buckets[i].back().second < (25 << 20));  // it closed at the first tensor past the cap
+  }
+}
+
+TEST_CASE("the iteration is compute plus host-bound idle plus exposed communication") {
+  for (const char* m : {"resnet50", "alexnet", "mobilenet_v2"})
+    for (int gpus : {1, 8, 64})
+      for (int batch : {1, 32, 256}) {
+        INFO(m << " gpus=" << gpus << " batch=" << batch);
+        Prediction p = run(m, gpus, batch);
+        CHECK(p.iteration_s == Approx(p.compute_s + p.host_idle_s + p.exposed_comm_s).epsilon(1e-9));
+        CHECK(p.exposed_comm_s <= p.comm_s + 1e-12);
+        CHECK(p.exposed_comm_s >= 0);
+        CHECK(p.host_idle_s >= 0);
+        CHECK(p.throughput_samples_per_s == Approx(double(batch) * gpus / p.iteration_s));
+        if (gpus == 1) {
+          CHECK(p.comm_s == 0);
+          CHECK(p.scaling_efficiency == Approx(1));
+        }
+      }
+}
+
+TEST_CASE("overlap is never slower than all-reducing after the backward pass") {
+  for (const char* m : {"resnet50", "vgg16", "densenet121"})
+    for (int gpus : {2, 8, 16, 256})
+      for (int batch : {1, 16, 128}) {
+        INFO(m << " gpus=" << gpus << " batch=" << batch);
+        Prediction with = run(m, gpus, batch, true), without = run(m, gpus, batch, false);
+        CHECK(with.iteration_s <= without.iteration_s * (1 + 1e-12));
+        CHECK(with.comm_s == Approx(without.comm_s));
+        CHECK(without.exposed_comm_s <= without.comm_s * (1 + 1e-12));
+        // Without overlap, when the GPU (not the host) sets the pace, every byte of communication is exposed.
+        if (without.host_idle_s < 1e-3 * without.iteration_s) CHECK(without.exposed_comm_s == Approx(without.comm_s));
+      }
+}
+
+TEST_CASE("more GPUs at equal batch per GPU never shorten the iteration") {
+  for (const char* m : {"resnet50", "vgg16", "alexnet"})
+    for (int batch : {1, 64}) {
+      double prev = 0;
+      for (int gpus = 1; gpus <= 1024; gpus *= 2) {
+        INFO(m << " gpus=" << gpus << " batch=" << batch);
+        Prediction p = run(m, gpus, batch);
+        CHECK(p.iteration_s >= prev);
+        CHECK(p.scaling_efficiency <= 1 + 1e-12);
+        prev = p.iteration_s;
+      }
+    }
+}
+
+TEST_CASE("small batches of many-layer models are host-bound; large batches are not") {
+  Prediction small = run("mobilenet_v2", 1, 1);
+  Prediction large = run("resnet50", 1, 256);
+  CHECK(small.bottleneck == "host");
+  CHECK(small.host_idle_s > 0.5 * small.iteration_s);
+  CHECK(large.bottleneck != "host");
+  CHECK(large.host_idle_s < 0.1 * large.iteration_s);
+}
+
+TEST_CASE("communication-bound when gradients are large and compute is small") {
+  // VGG-16 carries 553 MB of FP32 gradients; at batch 1 on 64 GPUs the network dominates.
+  Prediction p = run("vgg16", 64, 1);
+  CHECK(p.bottleneck == "communication");
+  CHECK(p.scaling_efficiency < 0.5);
+  CHECK(p.grad_bytes == 138357544LL * 4);
+}
+
+TEST_CASE("bf16 autocast is faster than fp32 but all-reduces the same FP32 gradients") {
+  Prediction f = run("resnet50", 16, 128, true, Precision::FP32);
+  Prediction b = run("resnet50", 16, 128, true, Precision::BF16);
+  CHECK(b.compute_s < f.compute_s);
+  CHECK(b.grad_bytes == f.grad_bytes);
+  CHECK(b.comm_s == Approx(f.comm_s));
+}
+
+TEST_CASE("per-layer times add up to the compute time") {
+  Prediction p = run("resnet18", 4, 32);
+  double sum = 0;
+  for (const auto& l : p.timeline.layers) sum += l.fwd_s + l.bwd_s;
+  CHECK(sum + p.optimizer_s == Approx(p.compute_s));
+  CHECK(p.layer_names.size() == p.timeline.layers.size());
+}
+
+TEST_CASE("batch size limits are enforced") {
+  CHECK_THROWS_WITH(run("resnet50", 1, 0), Catch::Matchers::Contains("--batch-per-gpu"));
+  CHECK_THROWS_WITH(run("resnet50", 1, kMaxBatchPerGpu + 1), Catch::Matchers::Contains("--batch-per-gpu"));
+}
