@@ -54,6 +54,14 @@ std::vector<std::string> prediction_columns(bool human) {
           "exposed_comm_s", "host_idle_s", "optimizer_s", "scaling_efficiency", "bottleneck"};
 }
 
+// Throughput: whole numbers once past a thousand, four significant digits below.
+static std::string fmt_rate(double x) {
+  char b[32];
+  if (x >= 1000) std::snprintf(b, sizeof b, "%.0f", x);
+  else std::snprintf(b, sizeof b, "%.4g", x);
+  return b;
+}
+
 static std::string pct(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
@@ -63,7 +71,7 @@ static std::string pct(double x) {
 std::vector<std::string> prediction_row(const Prediction& p, bool human) {
   if (human)
     return {p.model, std::to_string(p.gpus), std::to_string(p.nodes), std::to_string(p.batch_per_gpu), fmt_time(p.iteration_s),
-            fmt_sig(p.throughput_samples_per_s, 5), fmt_time(p.compute_s), fmt_time(p.comm_s), fmt_time(p.exposed_comm_s),
+            fmt_rate(p.throughput_samples_per_s), fmt_time(p.compute_s), fmt_time(p.comm_s), fmt_time(p.exposed_comm_s),
             fmt_time(p.host_idle_s), pct(p.scaling_efficiency), p.bottleneck};
   return {p.model, p.cluster, std::to_string(p.gpus), std::to_string(p.nodes), std::to_string(p.batch_per_gpu), p.precision,
           fmt_sig(p.iteration_s, 6), fmt_sig(p.throughput_samples_per_s, 6), fmt_sig(p.compute_s, 6), fmt_sig(p.comm_s, 6),
@@ -82,7 +90,7 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
   double it = p.iteration_s;
   t.rows = {
       {"iteration", fmt_time(it), ""},
-      {"throughput", fmt_sig(p.throughput_samples_per_s, 5) + " samples/s", ""},
+      {"throughput", fmt_rate(p.throughput_samples_per_s) + " samples/s", ""},
       {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; model: " + p.compute_model},
       {"communication", fmt_time(p.comm_s), fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
                                                  (p.gpus > 1 ? ", limited by the " + p.comm_bottleneck : "") + (p.overlap ? ", overlapped" : ", after backward")},

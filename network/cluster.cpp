@@ -45,6 +45,10 @@ ClusterSpec parse_cluster(const Json& doc, const std::string& what) {
   c.inter.oversubscription = net.number("oversubscription", 1.0, 1e3);
   net.reject_unknown();
 
+  JsonObject coll = o.object("collectives");
+  c.collectives.base_latency_s = coll.number("base_latency_s", 0.0, 1.0);
+  coll.reject_unknown();
+
   JsonObject fw = o.object("framework");
   c.framework.name = fw.str("name");
   c.framework.launch_overhead_s = fw.number("launch_overhead_s", 0.0, 1.0);

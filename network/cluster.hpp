@@ -12,16 +12,21 @@ namespace dtsim {
 struct IntraNodeFabric {
   std::string kind;           // nvswitch, nvlink, pcie
   double bandwidth_Bps = 0;   // per GPU, one direction
-  double latency_s = 0;       // per message step
+  double latency_s = 0;       // per ring step over this fabric
 };
 
 struct InterNodeNetwork {
   int nics_per_node = 0;
   double nic_bandwidth_Bps = 0;  // per NIC, one direction
-  double latency_s = 0;          // per message step
+  double latency_s = 0;          // per ring step that crosses the network
   double oversubscription = 1;   // >= 1: the fabric's share each node gets is 1/oversubscription
   // Bandwidth one node can push into the fabric.
   double node_bandwidth_Bps() const { return nics_per_node * nic_bandwidth_Bps / oversubscription; }
+};
+
+// Costs of the collective library itself, independent of the links.
+struct CollectiveLibrary {
+  double base_latency_s = 0;  // per collective call (NCCL's baseLat)
 };
 
 struct FrameworkSpec {
@@ -41,6 +46,7 @@ struct ClusterSpec {
   int nodes = 0;
   IntraNodeFabric intra;
   InterNodeNetwork inter;
+  CollectiveLibrary collectives;
   FrameworkSpec framework;
   int64_t capacity_gpus() const { return static_cast<int64_t>(gpus_per_node) * nodes; }
 };

@@ -21,10 +21,15 @@ struct Placement {
 };
 Placement place(const ClusterSpec& c, int64_t gpus);  // InputError("--gpus") beyond capacity
 
-// alpha: seconds per message step; beta: seconds per byte on the slowest link the algorithm uses;
-// gamma: seconds per byte reduced.
+// Latency: a fixed cost per call plus alpha per step, where steps that cross the network cost
+// alpha_inter (NCCL's tuning model adds hop latencies the same way); beta: seconds per byte on the
+// slowest link the algorithm uses; gamma: seconds per byte reduced.
 struct LinkCost {
+  double base_s = 0;
   double alpha_s = 0;
+  double alpha_inter_s = 0;
+  double inter_steps_per_pass = 0;  // network crossings of one pass around the ring
+
   double beta_s_per_byte = 0;
   double gamma_s_per_byte = 0;
   std::string bottleneck;  // which link limits bandwidth, in words

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-./build/dtsim sweep --model resnet50 --cluster h100-sxm --gpus 1..1024:x2 --batch-per-gpu 32,128
+./build/dtsim sweep --model resnet50 --cluster h100-sxm --gpus 1..256:x2 --batch-per-gpu 32,128

@@ -26,7 +26,7 @@ TEST_CASE("ring all-reduce follows the alpha-beta-gamma formula inside a node") 
     auto where = place(c, p);
     double n = 256e6;
     double a = c.intra.latency_s, b = 1 / c.intra.bandwidth_Bps, g = 3 / c.gpu.memory_bandwidth_Bps;
-    double expect = 2 * (p - 1) * a + 2.0 * (p - 1) / p * n * b + double(p - 1) / p * n * g;
+    double expect = c.collectives.base_latency_s + 2 * (p - 1) * a + 2.0 * (p - 1) / p * n * b + double(p - 1) / p * n * g;
     CHECK(ring.time_s(CollectiveOp::AllReduce, n, where, c) == Approx(expect));
     // Bus bandwidth stays below the link's: the formula's bandwidth term alone would equal it.
     double t = ring.time_s(CollectiveOp::AllReduce, n, where, c);
@@ -57,6 +57,15 @@ TEST_CASE("ring all-reduce is monotone in bytes and GPUs, and stays finite at hu
   }
 }
 
+TEST_CASE("ring latency across nodes: network steps cost the network's latency") {
+  auto c = h100();
+  RingAlgorithm ring;
+  // 32 GPUs on 4 nodes; a tiny message is all latency: 2 passes of 31 steps, 4 of each crossing the network.
+  double t = ring.time_s(CollectiveOp::AllReduce, 4, place(c, 32), c);
+  double expect = c.collectives.base_latency_s + 2 * (27 * c.intra.latency_s + 4 * c.inter.latency_s);
+  CHECK(t == Approx(expect).epsilon(1e-3));
+}
+
 TEST_CASE("other ring collectives and nccl-tests bus bandwidth factors") {
   auto c = h100();
   RingAlgorithm ring;
@@ -65,7 +74,7 @@ TEST_CASE("other ring collectives and nccl-tests bus bandwidth factors") {
   double ar = ring.time_s(CollectiveOp::AllReduce, n, w, c);
   double rs = ring.time_s(CollectiveOp::ReduceScatter, n, w, c);
   double ag = ring.time_s(CollectiveOp::AllGather, n, w, c);
-  CHECK(rs + ag == Approx(ar));  // all-reduce is reduce-scatter then all-gather
+  CHECK(rs + ag == Approx(ar + c.collectives.base_latency_s));  // all-reduce is reduce-scatter then all-gather, in one call
   CHECK(bus_bandwidth_factor(CollectiveOp::AllReduce, 4) == Approx(1.5));
   CHECK(bus_bandwidth_factor(CollectiveOp::AllGather, 4) == Approx(0.75));
   CHECK(bus_bandwidth_factor(CollectiveOp::Broadcast, 4) == 1);

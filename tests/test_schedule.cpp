@@ -64,8 +64,8 @@ TEST_CASE("overlap is never slower than all-reducing after the backward pass") {
         CHECK(with.iteration_s <= without.iteration_s * (1 + 1e-12));
         CHECK(with.comm_s == Approx(without.comm_s));
         CHECK(without.exposed_comm_s <= without.comm_s * (1 + 1e-12));
-        // Without overlap, when the GPU (not the host) sets the pace, every byte of communication is exposed.
-        if (without.host_idle_s < 1e-3 * without.iteration_s) CHECK(without.exposed_comm_s == Approx(without.comm_s));
+        // Without overlap, when the GPU (not the host) sets the pace at large batch, every byte of communication is exposed.
+        if (batch >= 128) CHECK(without.exposed_comm_s == Approx(without.comm_s));
       }
 }
 

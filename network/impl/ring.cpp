@@ -6,6 +6,7 @@ namespace dtsim {
 
 LinkCost RingAlgorithm::link_cost(const Placement& p, const ClusterSpec& c) {
   LinkCost l;
+  l.base_s = c.collectives.base_latency_s;
   // A reduction reads two operands and writes one: three bytes of GPU memory traffic per byte.
   l.gamma_s_per_byte = 3.0 / c.gpu.memory_bandwidth_Bps;
   if (p.nodes <= 1) {
@@ -15,7 +16,9 @@ LinkCost RingAlgorithm::link_cost(const Placement& p, const ClusterSpec& c) {
     return l;
   }
   double node_bw = c.inter.node_bandwidth_Bps();
-  l.alpha_s = std::max(c.intra.latency_s, c.inter.latency_s);
+  l.alpha_s = c.intra.latency_s;
+  l.alpha_inter_s = c.inter.latency_s;
+  l.inter_steps_per_pass = p.nodes;
   if (node_bw < c.intra.bandwidth_Bps) {
     l.beta_s_per_byte = 1.0 / node_bw;
     l.bottleneck = "inter-node network";
@@ -31,15 +34,20 @@ double RingAlgorithm::time_s(CollectiveOp op, double bytes, const Placement& p, 
   const LinkCost l = link_cost(p, c);
   const double steps = p.gpus - 1;
   const double share = steps / p.gpus;  // (p-1)/p
+  // Latency of `passes` trips around the ring: p-1 steps each, of which some cross the network.
+  auto latency = [&](double passes) {
+    double inter = std::min(steps, l.inter_steps_per_pass) * passes;
+    return l.base_s + (steps * passes - inter) * l.alpha_s + inter * l.alpha_inter_s;
+  };
   switch (op) {
     case CollectiveOp::AllReduce:
-      return 2 * steps * l.alpha_s + 2 * share * bytes * l.beta_s_per_byte + share * bytes * l.gamma_s_per_byte;
+      return latency(2) + 2 * share * bytes * l.beta_s_per_byte + share * bytes * l.gamma_s_per_byte;
     case CollectiveOp::ReduceScatter:
-      return steps * l.alpha_s + share * bytes * (l.beta_s_per_byte + l.gamma_s_per_byte);
+      return latency(1) + share * bytes * (l.beta_s_per_byte + l.gamma_s_per_byte);
     case CollectiveOp::AllGather:
-      return steps * l.alpha_s + share * bytes * l.beta_s_per_byte;
+      return latency(1) + share * bytes * l.beta_s_per_byte;
     case CollectiveOp::Broadcast:
-      return steps * l.alpha_s + bytes * l.beta_s_per_byte;
+      return latency(1) + bytes * l.beta_s_per_byte;
   }
   return 0;
 }
