@@ -1,0 +1,53 @@
+#include "cli/command.hpp"
+#include "common/args.hpp"
+#include "common/output.hpp"
+#include "network/collective.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+class CollectiveCommand : public Command {
+ public:
+  CLI::App* add(CLI::App& app) override {
+    auto* c = app.add_subcommand("collective", "Predict collective times and bus bandwidth");
+    c->add_option("--op", op_, "allreduce, reducescatter, allgather, broadcast")->capture_default_str();
+    c->add_option("--bytes", bytes_, "Message sizes: 4,1M,1G or 4..1G:x2 (K, M, G are binary)")->required();
+    c->add_option("--gpus", gpus_, "Number of GPUs")->capture_default_str();
+    c->add_option("--cluster", cluster_, "Cluster preset name or JSON file")->capture_default_str();
+    c->add_option("--algo", algo_, "Algorithm")->capture_default_str();
+    c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+    c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
+    return c;
+  }
+
+  int run() override {
+    ClusterSpec c = load_cluster(cluster_);
+    CollectiveOp op = parse_collective_op(op_);
+    auto algo = make_collective_algorithm(algo_);
+    Placement where = place(c, gpus_);
+    auto sizes = parse_int_list("--bytes", bytes_, 0, int64_t(1) << 50);
+    Json rows = Json::array();
+    Table t{{"bytes", "gpus", "nodes", "algo", "time", "algbw GB/s", "busbw GB/s"}, {}};
+    for (int64_t n : sizes) {
+      double s = algo->time_s(op, static_cast<double>(n), where, c);
+      double algbw = s > 0 ? n / s / 1e9 : 0;
+      double busbw = algbw * bus_bandwidth_factor(op, where.gpus);
+      rows.push_back({{"op", collective_op_name(op)}, {"bytes", n}, {"gpus", where.gpus}, {"nodes", where.nodes}, {"algo", algo->name()},
+                      {"time_s", s}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}});
+      t.rows.push_back({std::to_string(n), std::to_string(where.gpus), std::to_string(where.nodes), algo->name(), fmt_time(s), fmt_sig(algbw, 4),
+                        fmt_sig(busbw, 4)});
+    }
+    emit(out_, format_ == "json" ? dump(rows) : t.to_text());
+    return 0;
+  }
+
+ private:
+  std::string op_ = "allreduce", bytes_, cluster_ = "h100-sxm", algo_ = "ring", format_ = "table", out_;
+  int64_t gpus_ = 2;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_collective_command() { return std::make_unique<CollectiveCommand>(); }
+
+}  // namespace dtsim::cli

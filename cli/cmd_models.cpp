@@ -1,0 +1,71 @@
+#include <iostream>
+
+#include "cli/command.hpp"
+#include "common/output.hpp"
+#include "model/model_json.hpp"
+#include "model/report.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+class ModelsCommand : public Command {
+ public:
+  CLI::App* add(CLI::App& app) override {
+    auto* c = app.add_subcommand("models", "List the built-in models, or describe one model (--model)");
+    c->add_option("--model", model_, "A zoo name or model JSON file to describe layer by layer");
+    c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
+    return c;
+  }
+
+  int run() override { return model_.empty() ? list_zoo() : describe(load_model(model_)); }
+
+ private:
+  static std::string op_of(const Layer& l) { return l.op == Op::Activation ? l.activation : op_name(l.op); }
+
+  int describe(const Graph& g) {
+    if (format_ == "json") {
+      Json j = model_summary_json(g);
+      Json layers = Json::array();
+      for (const auto& l : g.layers)
+        layers.push_back({{"name", l.name}, {"op", op_of(l)}, {"output", l.out.str()}, {"params", l.params()}, {"fwd_macs", l.fwd_macs()}});
+      j["layer_list"] = std::move(layers);
+      std::cout << dump(j);
+      return 0;
+    }
+    Table t;
+    t.header = {"layer", "op", "input", "output", "params", "MACs"};
+    for (const auto& l : g.layers)
+      t.rows.push_back({l.name, op_of(l), l.in[0].str(), l.out.str(), std::to_string(l.params()), std::to_string(l.fwd_macs())});
+    if (format_ == "csv") {
+      std::cout << t.to_csv();
+      return 0;
+    }
+    std::cout << g.name << ": " << g.params() << " parameters, " << fmt_count(static_cast<double>(g.fwd_macs_per_sample()))
+              << " MACs per sample forward, " << g.layers.size() << " layers\n"
+              << t.to_text();
+    return 0;
+  }
+
+  int list_zoo() {
+    Json all = Json::array();
+    Table t;
+    t.header = {"model", "params", "fwd MACs/sample", "layers", "input"};
+    for (const auto& name : zoo_models()) {
+      Graph g = load_model(name);
+      all.push_back(model_summary_json(g));
+      t.rows.push_back({g.name, std::to_string(g.params()), fmt_count(static_cast<double>(g.fwd_macs_per_sample())),
+                        std::to_string(g.layers.size()), g.input.str()});
+    }
+    if (format_ == "json") std::cout << dump(all);
+    else std::cout << (format_ == "csv" ? t.to_csv() : t.to_text());
+    return 0;
+  }
+
+  std::string model_, format_ = "table";
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_models_command() { return std::make_unique<ModelsCommand>(); }
+
+}  // namespace dtsim::cli

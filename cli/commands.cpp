@@ -1,0 +1,20 @@
+#include "cli/command.hpp"
+
+namespace dtsim::cli {
+
+std::unique_ptr<Command> make_models_command();
+std::unique_ptr<Command> make_predict_command();
+std::unique_ptr<Command> make_sweep_command();
+std::unique_ptr<Command> make_collective_command();
+
+// The order here is the order of `dtsim --help`.
+std::vector<std::unique_ptr<Command>> all_commands() {
+  std::vector<std::unique_ptr<Command>> c;
+  c.push_back(make_predict_command());
+  c.push_back(make_sweep_command());
+  c.push_back(make_collective_command());
+  c.push_back(make_models_command());
+  return c;
+}
+
+}  // namespace dtsim::cli
