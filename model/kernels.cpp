@@ -59,7 +59,8 @@ const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
   static const std::vector<const char*> conv = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "groups"};
   static const std::vector<const char*> gemm = {"M", "N", "K", "transA", "transB"};
   static const std::vector<const char*> nchw = {"N", "C", "H", "W"};
-  static const std::vector<const char*> pool = {"N", "C", "H", "W", "R", "S", "stride", "pad"};
+  static const std::vector<const char*> pool = {"N", "C", "H", "W", "R", "S", "stride", "pad", "P", "Q"};
+  static const std::vector<const char*> add = {"elements", "inputs"};
   static const std::vector<const char*> elems = {"elements"};
   static const std::vector<const char*> ce = {"N", "classes"};
   static const std::vector<const char*> params = {"params"};
@@ -68,13 +69,80 @@ const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
     case KernelKind::Gemm: return gemm;
     case KernelKind::BatchNorm: return nchw;
     case KernelKind::Pool: return pool;
+    case KernelKind::Add: return add;
     case KernelKind::SoftmaxCE: return ce;
     case KernelKind::SgdUpdate: return params;
     default: return elems;
   }
 }
 
-int activation_bytes(Precision p) { return (p == Precision::BF16 || p == Precision::FP16) ? 2 : 4; }
+int element_bytes(MathMode m) { return (m == MathMode::BF16 || m == MathMode::FP16) ? 2 : 4; }
+
+void set_cost(KernelDesc& k) {
+  const auto& s = k.shape;
+  const double eb = element_bytes(k.math);
+  const bool fwd = k.pass == Pass::Fwd;
+  switch (k.kind) {
+    case KernelKind::Conv2d: {
+      double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], R = s[5], S = s[6], g = s[13];
+      double p_out = static_cast<double>((s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1);
+      double q_out = static_cast<double>((s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1);
+      double out = n * kk * p_out * q_out, weights = kk * (c / g) * R * S;
+      // Every pass does the forward's multiply-accumulates: dX = conv^T(dY, W), dW = corr(X, dY).
+      k.flops = 2.0 * out * (c / g) * R * S;
+      k.bytes = (n * c * h * w + out + weights) * eb;
+      break;
+    }
+    case KernelKind::Gemm: {
+      double m = s[0], n = s[1], kk = s[2];
+      k.flops = 2.0 * m * n * kk;
+      k.bytes = (m * kk + kk * n + m * n) * eb;
+      break;
+    }
+    case KernelKind::BatchNorm: {
+      // Training forward: statistics and normalisation; backward: two reductions and dx.
+      double e = static_cast<double>(s[0]) * s[1] * s[2] * s[3];
+      k.flops = (fwd ? 8.0 : 12.0) * e;
+      k.bytes = (fwd ? 2.0 : 3.0) * e * eb;
+      break;
+    }
+    case KernelKind::Activation:
+      k.flops = static_cast<double>(s[0]);
+      k.bytes = (fwd ? 2.0 : 3.0) * s[0] * eb;  // backward reads the output (or input) and dY
+      break;
+    case KernelKind::Pool: {
+      double in = static_cast<double>(s[0]) * s[1] * s[2] * s[3], out = static_cast<double>(s[0]) * s[1] * s[8] * s[9];
+      k.flops = out * s[4] * s[5];
+      k.bytes = (in + out) * eb;
+      break;
+    }
+    case KernelKind::Add:
+      // Forward sums `inputs` tensors; backward is a gradient accumulation where a tensor fans out.
+      k.flops = static_cast<double>(s[0]) * (fwd ? s[1] - 1 : 1);
+      k.bytes = static_cast<double>(s[0]) * (fwd ? s[1] + 1 : 3) * eb;
+      break;
+    case KernelKind::Concat:
+      k.flops = 0;
+      k.bytes = 2.0 * s[0] * eb;
+      break;
+    case KernelKind::Dropout:  // a one-byte mask per element
+      k.flops = (fwd ? 2.0 : 1.0) * s[0];
+      k.bytes = static_cast<double>(s[0]) * (2 * eb + 1);
+      break;
+    case KernelKind::SoftmaxCE: {
+      double e = static_cast<double>(s[0]) * s[1];
+      k.flops = (fwd ? 5.0 : 2.0) * e;
+      k.bytes = 2.0 * e * 4;  // autocast runs the loss in FP32
+      break;
+    }
+    case KernelKind::SgdUpdate:
+      // SGD with momentum on FP32 parameters: read parameter, gradient and momentum, write parameter
+      // and momentum.
+      k.flops = 4.0 * s[0];
+      k.bytes = 20.0 * s[0];
+      break;
+  }
+}
 
 namespace {
 
@@ -98,7 +166,7 @@ MathMode gemm_math(Precision p) {
   return MathMode::FP32;
 }
 
-// Memory-bound kernels run on CUDA cores in the activations' type; FP32 is the honest label.
+// Memory-bound kernels run on CUDA cores in the activations' type.
 MathMode vector_math(Precision p) {
   return (p == Precision::BF16) ? MathMode::BF16 : (p == Precision::FP16) ? MathMode::FP16 : MathMode::FP32;
 }
@@ -107,66 +175,56 @@ struct Lowering {
   const Graph& g;
   int64_t n;  // batch
   Precision prec;
-  double ab;  // bytes per activation element
   IterationKernels out;
+  std::vector<std::vector<KernelDesc>> pending_backward;
+  std::vector<std::vector<KernelDesc>> grad_accum;
 
-  KernelDesc make(KernelKind kind, Pass pass, MathMode m, int layer, std::initializer_list<int64_t> shape, double flops, double bytes) {
-    KernelDesc k{kind, pass, m, layer, {}, flops, bytes};
+  static KernelDesc make(KernelKind kind, Pass pass, MathMode m, int layer, std::initializer_list<int64_t> shape, const char* variant = "") {
+    KernelDesc k{kind, pass, m, layer, {}, variant, 0, 0};
     int i = 0;
     for (int64_t v : shape) k.shape[i++] = v;
+    set_cost(k);
     return k;
-  }
-
-  // An elementwise kernel over `elems` elements that reads `reads` tensors and writes `writes`.
-  KernelDesc eltwise(KernelKind kind, Pass pass, int layer, double elems, double reads, double writes, double flops_per_elem) {
-    return make(kind, pass, vector_math(prec), layer, {static_cast<int64_t>(elems)}, flops_per_elem * elems, (reads + writes) * elems * ab);
   }
 
   void layer(int li) {
     const Layer& l = g.layers[li];
     const Shape& x = l.in[0];
-    const double in_el = static_cast<double>(n) * x.elements();
-    const double out_el = static_cast<double>(n) * l.out.elements();
+    const int64_t in_el = n * x.elements();
+    const int64_t out_el = n * l.out.elements();
     const bool input_needs_grad = !(l.inputs.size() == 1 && l.inputs[0] < 0);
+    const MathMode vm = vector_math(prec);
     std::vector<KernelDesc>& fw = out.forward;
     std::vector<KernelDesc> bw;  // this layer's backward kernels, in execution order
     switch (l.op) {
       case Op::Conv2d: {
         MathMode m = conv_math(prec);
         std::initializer_list<int64_t> s = {n, x.c, x.h, x.w, l.out_channels, l.kh, l.kw, l.sh, l.sw, l.ph, l.pw, l.dh, l.dw, l.groups};
-        double flops = 2.0 * n * l.fwd_macs();
-        double w_bytes = static_cast<double>(l.params()) * ab;
-        fw.push_back(make(KernelKind::Conv2d, Pass::Fwd, m, li, s, flops, (in_el + out_el) * ab + w_bytes));
-        if (input_needs_grad) bw.push_back(make(KernelKind::Conv2d, Pass::BwdData, m, li, s, flops, (in_el + out_el) * ab + w_bytes));
-        bw.push_back(make(KernelKind::Conv2d, Pass::BwdFilter, m, li, s, flops, (in_el + out_el) * ab + w_bytes));
+        fw.push_back(make(KernelKind::Conv2d, Pass::Fwd, m, li, s));
+        if (input_needs_grad) bw.push_back(make(KernelKind::Conv2d, Pass::BwdData, m, li, s));
+        bw.push_back(make(KernelKind::Conv2d, Pass::BwdFilter, m, li, s));
         break;
       }
       case Op::Linear: {
         MathMode m = gemm_math(prec);
         int64_t in_f = x.c, out_f = l.out_features;
-        double flops = 2.0 * n * in_f * out_f;
-        auto gemm_bytes = [&](double M, double N, double K) { return (M * K + K * N + M * N) * ab; };
         // Row-major view of nn.Linear: Y = X W^T, dX = dY W, dW = dY^T X.
-        fw.push_back(make(KernelKind::Gemm, Pass::Fwd, m, li, {n, out_f, in_f, 0, 1}, flops, gemm_bytes(n, out_f, in_f)));
-        if (input_needs_grad) bw.push_back(make(KernelKind::Gemm, Pass::BwdData, m, li, {n, in_f, out_f, 0, 0}, flops, gemm_bytes(n, in_f, out_f)));
-        bw.push_back(make(KernelKind::Gemm, Pass::BwdWeight, m, li, {out_f, in_f, n, 1, 0}, flops, gemm_bytes(out_f, in_f, n)));
+        fw.push_back(make(KernelKind::Gemm, Pass::Fwd, m, li, {n, out_f, in_f, 0, 1}));
+        if (input_needs_grad) bw.push_back(make(KernelKind::Gemm, Pass::BwdData, m, li, {n, in_f, out_f, 0, 0}));
+        bw.push_back(make(KernelKind::Gemm, Pass::BwdWeight, m, li, {out_f, in_f, n, 1, 0}));
         break;
       }
-      case Op::BatchNorm2d: {
-        MathMode m = vector_math(prec);
-        // Training forward: statistics and normalisation; backward: two reductions and dx.
-        fw.push_back(make(KernelKind::BatchNorm, Pass::Fwd, m, li, {n, x.c, x.h, x.w}, 8.0 * in_el, 2.0 * in_el * ab));
-        bw.push_back(make(KernelKind::BatchNorm, Pass::Bwd, m, li, {n, x.c, x.h, x.w}, 12.0 * in_el, 3.0 * in_el * ab));
+      case Op::BatchNorm2d:
+        fw.push_back(make(KernelKind::BatchNorm, Pass::Fwd, vm, li, {n, x.c, x.h, x.w}));
+        bw.push_back(make(KernelKind::BatchNorm, Pass::Bwd, vm, li, {n, x.c, x.h, x.w}));
         break;
-      }
       case Op::Activation:
-        fw.push_back(eltwise(KernelKind::Activation, Pass::Fwd, li, in_el, 1, 1, 1));
-        bw.push_back(eltwise(KernelKind::Activation, Pass::Bwd, li, in_el, 2, 1, 1));
+        fw.push_back(make(KernelKind::Activation, Pass::Fwd, vm, li, {in_el}, l.activation.c_str()));
+        bw.push_back(make(KernelKind::Activation, Pass::Bwd, vm, li, {in_el}, l.activation.c_str()));
         break;
       case Op::MaxPool2d:
       case Op::AvgPool2d:
       case Op::AdaptiveAvgPool2d: {
-        MathMode m = vector_math(prec);
         int64_t r = l.kh, s = l.kw, st = l.sh, pad = l.ph;
         if (l.op == Op::AdaptiveAvgPool2d) {  // PyTorch's adaptive windows: at most ceil(in/out) wide
           r = (x.h + l.out_h - 1) / l.out_h;
@@ -174,46 +232,36 @@ struct Lowering {
           st = x.h / l.out_h;
           pad = 0;
         }
-        std::initializer_list<int64_t> sh = {n, x.c, x.h, x.w, r, s, st, pad};
-        double window_flops = out_el * r * s;
-        fw.push_back(make(KernelKind::Pool, Pass::Fwd, m, li, sh, window_flops, (in_el + out_el) * ab));
-        bw.push_back(make(KernelKind::Pool, Pass::Bwd, m, li, sh, window_flops, (in_el + out_el) * ab));
+        const char* mode = l.op == Op::MaxPool2d ? "max" : "avg";
+        std::initializer_list<int64_t> sh = {n, x.c, x.h, x.w, r, s, st, pad, l.out.h, l.out.w};
+        fw.push_back(make(KernelKind::Pool, Pass::Fwd, vm, li, sh, mode));
+        bw.push_back(make(KernelKind::Pool, Pass::Bwd, vm, li, sh, mode));
         break;
       }
       case Op::Add:
         // Backward of an add passes the gradient through: no kernel. The accumulation where a tensor
         // fans out is costed at the producer (below).
-        fw.push_back(eltwise(KernelKind::Add, Pass::Fwd, li, out_el, static_cast<double>(l.in.size()), 1, static_cast<double>(l.in.size() - 1)));
+        fw.push_back(make(KernelKind::Add, Pass::Fwd, vm, li, {out_el, static_cast<int64_t>(l.in.size())}));
         break;
       case Op::Concat:
-        fw.push_back(eltwise(KernelKind::Concat, Pass::Fwd, li, out_el, 1, 1, 0));
-        bw.push_back(eltwise(KernelKind::Concat, Pass::Bwd, li, out_el, 1, 1, 0));
+        fw.push_back(make(KernelKind::Concat, Pass::Fwd, vm, li, {out_el}));
+        bw.push_back(make(KernelKind::Concat, Pass::Bwd, vm, li, {out_el}));
         break;
-      case Op::Dropout: {
-        // The mask is one byte per element.
-        double mask = 1.0 / ab;
-        fw.push_back(eltwise(KernelKind::Dropout, Pass::Fwd, li, in_el, 1, 1 + mask, 2));
-        bw.push_back(eltwise(KernelKind::Dropout, Pass::Bwd, li, in_el, 1 + mask, 1, 1));
+      case Op::Dropout:
+        fw.push_back(make(KernelKind::Dropout, Pass::Fwd, vm, li, {in_el}));
+        bw.push_back(make(KernelKind::Dropout, Pass::Bwd, vm, li, {in_el}));
         break;
-      }
       case Op::Flatten:
         break;  // a view
-      case Op::SoftmaxCrossEntropy: {
-        // Autocast runs the loss in FP32.
-        double b = 4.0;
-        fw.push_back(make(KernelKind::SoftmaxCE, Pass::Fwd, MathMode::FP32, li, {n, x.c}, 5.0 * in_el, 2.0 * in_el * b));
-        bw.push_back(make(KernelKind::SoftmaxCE, Pass::Bwd, MathMode::FP32, li, {n, x.c}, 2.0 * in_el, 2.0 * in_el * b));
+      case Op::SoftmaxCrossEntropy:
+        fw.push_back(make(KernelKind::SoftmaxCE, Pass::Fwd, MathMode::FP32, li, {n, x.c}));
+        bw.push_back(make(KernelKind::SoftmaxCE, Pass::Bwd, MathMode::FP32, li, {n, x.c}));
         break;
-      }
     }
     // A tensor read by k layers gets k-1 gradient accumulations before its producer's backward.
-    for (int c = 1; c < l.consumers; ++c)
-      grad_accum[li].push_back(eltwise(KernelKind::Add, Pass::Bwd, li, out_el, 2, 1, 1));
+    for (int c = 1; c < l.consumers; ++c) grad_accum[li].push_back(make(KernelKind::Add, Pass::Bwd, vm, li, {out_el, 2}));
     pending_backward[li] = std::move(bw);
   }
-
-  std::vector<std::vector<KernelDesc>> pending_backward;
-  std::vector<std::vector<KernelDesc>> grad_accum;
 
   void run() {
     const int L = static_cast<int>(g.layers.size());
@@ -224,20 +272,16 @@ struct Lowering {
       for (auto& k : grad_accum[i]) out.backward.push_back(k);
       for (auto& k : pending_backward[i]) out.backward.push_back(k);
     }
-    // SGD with momentum on FP32 parameters: read parameter, gradient and momentum, write parameter and
-    // momentum (5 x 4 bytes), one kernel per layer's parameters.
-    for (int i = 0; i < L; ++i) {
-      int64_t p = g.layers[i].params();
-      if (p == 0) continue;
-      out.update.push_back(make(KernelKind::SgdUpdate, Pass::Update, MathMode::FP32, i, {p}, 4.0 * p, 20.0 * p));
-    }
+    // One SGD-momentum kernel per layer's parameters.
+    for (int i = 0; i < L; ++i)
+      if (int64_t p = g.layers[i].params(); p > 0) out.update.push_back(make(KernelKind::SgdUpdate, Pass::Update, MathMode::FP32, i, {p}));
   }
 };
 
 }  // namespace
 
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p) {
-  Lowering low{g, batch, p, static_cast<double>(activation_bytes(p)), {}, {}, {}};
+  Lowering low{g, batch, p, {}, {}, {}};
   low.run();
   return std::move(low.out);
 }

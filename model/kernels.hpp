@@ -30,8 +30,9 @@ const char* pass_name(Pass p);
 
 // Shape fields per kind, in the order of kernel_shape_fields(kind):
 //   conv2d: N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups
-//   gemm: M N K transA transB          batchnorm: N C H W     pool: N C H W R S stride pad
-//   activation, add, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
+//   gemm: M N K transA transB (row-major, as PyTorch sees nn.Linear)   batchnorm: N C H W
+//   pool: N C H W R S stride pad P Q (P, Q: output size)   add: elements inputs
+//   activation, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
 constexpr int kMaxShapeFields = 14;
 const std::vector<const char*>& kernel_shape_fields(KernelKind k);
 
@@ -41,18 +42,24 @@ struct KernelDesc {
   MathMode math;
   int layer;  // index into Graph::layers; -1 for the optimizer's kernels
   std::array<int64_t, kMaxShapeFields> shape{};
+  const char* variant = "";  // pool: max or avg; activation: relu, relu6, ...
   double flops = 0;
   double bytes = 0;
 };
+
+// Bytes per element of the tensors a kernel of this math mode reads and writes.
+int element_bytes(MathMode m);
+
+// Sets k.flops and k.bytes from its kind, pass, math and shape. The one place that knows each
+// kernel's arithmetic and traffic, so that kernels lowered from models and kernels read from measured
+// datasets are costed alike.
+void set_cost(KernelDesc& k);
 
 struct IterationKernels {
   std::vector<KernelDesc> forward;   // graph order
   std::vector<KernelDesc> backward;  // reverse graph order; the loss's backward first
   std::vector<KernelDesc> update;    // optimizer
 };
-
-// Bytes per activation element for a training precision.
-int activation_bytes(Precision p);
 
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p);
 

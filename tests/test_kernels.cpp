@@ -73,7 +73,7 @@ TEST_CASE("the roofline takes the larger floor and adds the per-kernel cost") {
   gpu.memory_efficiency = 1.0;
   gpu.kernel_overhead_s = 1e-6;
   auto model = make_compute_model("roofline", gpu);
-  KernelDesc k{KernelKind::Gemm, Pass::Fwd, MathMode::FP32, 0, {}, 1e12, 1e9};
+  KernelDesc k{KernelKind::Gemm, Pass::Fwd, MathMode::FP32, 0, {}, "", 1e12, 1e9};
   KernelTime t = model->time(k);
   CHECK(t.seconds == Approx(1e12 / 50e12 + 1e-6));
   CHECK_FALSE(t.memory_bound);
