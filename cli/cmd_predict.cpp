@@ -10,16 +10,17 @@ class PredictCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
     auto* c = app.add_subcommand("predict", "Predict one training configuration");
-    c->add_option("--model", model_, "Zoo name or model JSON file")->required();
+    c->add_option("--model", model_, "Zoo name, model JSON or ONNX file")->required();
     c->add_option("--gpus", gpus_, "Number of GPUs (placed on ceil(gpus / gpus_per_node) nodes)")->capture_default_str();
     c->add_option("--batch-per-gpu", batch_, "Samples per GPU per iteration")->required();
     c->add_flag("--layers", layers_, "Also print per-layer times (table format)");
     flags_.add_to(c);
+    add_allow_unknown_ops(c, flags_.allow_unknown_ops);
     return c;
   }
 
   int run() override {
-    Graph g = load_model(model_);
+    Graph g = flags_.load_model(model_, batch_);
     ClusterSpec c = load_cluster(flags_.cluster);
     TrainingConfig cfg = flags_.config();
     cfg.gpus = gpus_;
