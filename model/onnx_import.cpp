@@ -2,6 +2,7 @@
 // costed how is documented in docs/onnx-import.md; keep the two in step.
 #include "model/onnx_import.hpp"
 
+#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -67,6 +68,13 @@ std::string lower_snake(const std::string& op) {
 std::string first_line(const std::string& s) {
   std::string l = s.substr(0, s.find('\n'));
   return l.size() > 300 ? l.substr(0, 300) + "..." : l;
+}
+
+// Names come from the file: control characters would break the one-line messages.
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
 }
 
 std::string dims_str(const std::vector<int64_t>& d) {
@@ -187,7 +195,8 @@ class Importer {
     for (const auto& o : model_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
     if (opset_ <= 0) fail("opset_import has no version for the default ONNX domain");
-    int max_opset = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
+    max_opset_ = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
+    const int max_opset = max_opset_;
     // Newer opsets changed few of the operators CNNs use; inference runs with the rules this libonnx
     // knows, and a shape it then cannot infer is reported with its reason.
     if (opset_ > max_opset)
@@ -230,7 +239,46 @@ class Importer {
       if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
   }
 
+  // Every node must be one libonnx knows and fit its schema (inputs, outputs, attributes) before
+  // shape inference runs: libonnx 1.12 may crash on malformed nodes and on what follows a node it
+  // has no schema for. A node without a schema (a custom domain, an operator newer than this
+  // libonnx) gets no output shape, so dtsim could not cost it even by roofline.
+  void check_nodes() {
+    onnx::checker::CheckerContext ctx;
+    ctx.set_ir_version(static_cast<int>(model_.ir_version()));
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& o : model_.opset_import()) opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = static_cast<int>(o.version());
+    ctx.set_opset_imports(opsets);
+    onnx::checker::LexicalScopeContext scope;
+    const auto& graph = model_.graph();
+    std::set<std::string> defined;
+    for (const auto& v : graph.input()) defined.insert(v.name());
+    for (const auto& t : graph.initializer()) defined.insert(t.name());
+    for (const auto& n : graph.node()) {
+      for (const auto& in : n.input())
+        if (!in.empty() && !defined.count(in))
+          fail_at(n, "reads '" + in + "', which no earlier node produces and which is no input or initializer (nodes must be in topological order)");
+      for (const auto& out : n.output())
+        if (!out.empty() && !defined.insert(out).second) fail_at(n, "writes '" + out + "', which an earlier node, input or initializer already defines");
+      std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+      auto version = opsets.find(domain);
+      if (version == opsets.end()) fail_at(n, "domain '" + n.domain() + "' has no opset_import entry");
+      if (!onnx::OpSchemaRegistry::Schema(n.op_type(), version->second, domain)) {
+        std::string what = domain.empty() ? "operator '" + n.op_type() + "' is not an ONNX operator of opset " + std::to_string(version->second)
+                                          : "operator '" + n.op_type() + "' of domain '" + n.domain() + "' is not an ONNX operator";
+        fail_at(n, what + " that this libonnx knows (opsets up to " + std::to_string(max_opset_) +
+                       "), so ONNX shape inference cannot give its output shape and dtsim cannot cost it, even with --allow-unknown-ops");
+      }
+      try {
+        onnx::checker::check_node(n, ctx, scope);
+      } catch (const std::exception& e) {
+        fail_at(n, "malformed node: " + first_line(e.what()));
+      }
+    }
+  }
+
   void infer() {
+    check_nodes();
     prepared_ = model_;  // kept to explain a missing shape later
     try {
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true);
@@ -936,6 +984,7 @@ class Importer {
   onnx::ModelProto model_, prepared_;
   std::optional<std::string> reason_;
   int64_t opset_ = 0;
+  int max_opset_ = 0;
   std::string input_name_;
   std::unordered_map<const onnx::NodeProto*, int> node_index_;
   std::unordered_map<std::string, TensorInfo> shapes_;
@@ -975,12 +1024,14 @@ const std::vector<std::string>& onnx_supported_ops() {
 Graph import_onnx(const std::string& path, const ModelLoadOptions& options) {
   if (options.batch < 1) throw InputError(path, "the batch for ONNX shape inference must be positive");
   try {
-    return Importer(path, options).run();
-  } catch (const InputError&) {
-    throw;
+    Graph g = Importer(path, options).run();
+    for (auto& n : g.notes) n = printable(n);
+    return g;
+  } catch (const InputError& e) {
+    throw InputError(printable(e.where()), printable(e.rule()));
   } catch (const std::exception& e) {
     // libonnx and protobuf throw their own errors on malformed graphs: still the file's fault.
-    throw InputError(path, "malformed ONNX model: " + first_line(e.what()));
+    throw InputError(path, "malformed ONNX model: " + printable(first_line(e.what())));
   }
 }
 
