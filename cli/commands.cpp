@@ -6,6 +6,7 @@ std::unique_ptr<Command> make_models_command();
 std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_sweep_command();
 std::unique_ptr<Command> make_collective_command();
+std::unique_ptr<Command> make_roofline_command();
 
 // The order here is the order of `dtsim --help`.
 std::vector<std::unique_ptr<Command>> all_commands() {
@@ -13,6 +14,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   c.push_back(make_predict_command());
   c.push_back(make_sweep_command());
   c.push_back(make_collective_command());
+  c.push_back(make_roofline_command());
   c.push_back(make_models_command());
   return c;
 }
