@@ -66,6 +66,18 @@ ClusterSpec apply_what_if(const ClusterSpec& c0, const WhatIf& w) {
   c.intra.latency_s *= w.latency_scale;
   c.inter.latency_s *= w.latency_scale;
   c.collectives.base_latency_s *= w.latency_scale;
+  // NCCL's tuning tables, MPI's and the parameter server's costs are latencies as well.
+  NcclTuning& nccl = c.collectives.nccl;
+  for (auto& per_algo : nccl.base_latency_s)
+    for (double& x : per_algo) x *= w.latency_scale;
+  for (auto& per_hw : nccl.hop_latency_s)
+    for (auto& per_algo : per_hw)
+      for (double& x : per_algo) x *= w.latency_scale;
+  nccl.net_overhead_s *= w.latency_scale;
+  c.collectives.mpi.base_latency_s *= w.latency_scale;
+  c.collectives.mpi.latency_s *= w.latency_scale;
+  c.collectives.mpi.latency_inter_s *= w.latency_scale;
+  c.collectives.parameter_server.latency_s *= w.latency_scale;
   c.framework.launch_overhead_s *= w.launch_overhead_scale;
   c.framework.iteration_overhead_s *= w.launch_overhead_scale;
   if (w.gpus_per_node) c.gpus_per_node = *w.gpus_per_node;

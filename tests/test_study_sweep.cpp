@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "model/model_json.hpp"
+#include "model/predict.hpp"
 #include "model/study.hpp"
 #include "study_cli.hpp"
 
@@ -124,6 +125,17 @@ TEST_CASE("what-ifs change the cluster as asked") {
   CHECK(x.intra.latency_s == 0);
   CHECK(x.inter.latency_s == 0);
   CHECK(x.gpus_per_node == 4);
+  CHECK(x.collectives.nccl.base_latency_s[kNcclRing][kNcclSimple] == 0);
+  CHECK(x.collectives.nccl.hop_latency_s[kHwNet][kNcclTree][kNcclLL] == 0);
+  // Faster links and lower latency never slow a prediction down.
+  TrainingConfig cfg;
+  cfg.gpus = 256;
+  cfg.batch_per_gpu = 32;
+  Graph g = load_model("resnet50");
+  WhatIf fast;
+  fast.inter_node_bandwidth_scale = 4;
+  fast.latency_scale = 0.25;
+  CHECK(predict(g, apply_what_if(c, fast), cfg).comm_s < predict(g, c, cfg).comm_s);
   CHECK(parse_real_list("--x", "0.25..4:x2", 0, 10) == std::vector<double>{0.25, 0.5, 1, 2, 4});
   CHECK_THROWS_AS(parse_real_list("--x", "1,abc", 0, 10), InputError);
 }
@@ -157,6 +169,27 @@ TEST_CASE("cli: sweep with what-if flags, nodes, training and every format") {
   CHECK(table.out.find("Verdict") != std::string::npos);
   CHECK(table.out.find("scaling efficiency") != std::string::npos);
   CHECK(table.out.find("fastest that fits") != std::string::npos);
+}
+
+TEST_CASE("cli: roofline table, json and csv") {
+  auto r = run_dtsim("roofline --model resnet18 --batch-per-gpu 32 --format json");
+  REQUIRE(r.code == 0);
+  Json j = Json::parse(r.out);
+  REQUIRE(j["kernels"].size() > 50);
+  for (const auto& k : j["kernels"]) {
+    const double flops = k["flops"], bytes = k["bytes"], t = k["time_s"];
+    CHECK(k["intensity_flops_per_byte"].get<double>() == Approx(flops / bytes));
+    CHECK(k["attained_flops_per_s"].get<double>() == Approx(flops / t));
+    // Nothing beats the roof.
+    CHECK(k["attained_flops_per_s"].get<double>() <= j["peak_flops_per_s"][k["math"].get<std::string>()].get<double>());
+    CHECK(k["attained_flops_per_s"].get<double>() <= k["intensity_flops_per_byte"].get<double>() * j["memory_bandwidth_Bps"].get<double>() * 1.000001);
+  }
+  auto csv = run_dtsim("roofline --model resnet18 --batch-per-gpu 32 --format csv");
+  CHECK(lines(csv.out) == 1 + static_cast<int>(j["kernels"].size()));
+  auto table = run_dtsim("roofline --model resnet18 --batch-per-gpu 32 --flops-scale 2");
+  CHECK(table.code == 0);
+  CHECK(table.out.find("longest kernels") != std::string::npos);
+  CHECK(run_dtsim("roofline --help").code == 0);
 }
 
 TEST_CASE("cli: time to train and cost are the iteration times the steps") {
