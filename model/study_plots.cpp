@@ -87,10 +87,14 @@ Plot scaling_plot(const SweepResult& res, const std::string& path, const std::st
      << "set logscale x 2\nset xrange [" << num(lo / 1.3) << ":" << num(hi * 1.3) << "]\n"
      << "set xlabel 'GPUs'\nset grid\nset key outside bottom center horizontal maxrows 4 font ',8'\n"
      << "set format x '%g'\n";
+  // Models get a dash pattern each, so that colours (which repeat after eight) still tell lines apart.
+  std::map<std::string, int> model_index;
+  for (const auto& se : series) model_index.emplace(se.model, static_cast<int>(model_index.size()));
   auto lines = [&](int column) {
     std::string s;
     for (size_t i = 0; i < series.size(); ++i)
-      s += std::string(i ? ", " : "") + "'s" + std::to_string(i) + ".dat' using 1:" + std::to_string(column) + " with linespoints pt 7 ps 0.6 title " +
+      s += std::string(i ? ", " : "") + "'s" + std::to_string(i) + ".dat' using 1:" + std::to_string(column) + " with linespoints pt 7 ps 0.6 dt " +
+           std::to_string(1 + model_index[series[i].model] % 5) + " title " +
            gp_quote(series_title(res.rows[series[i].rows.front()], v));
     if (!nofit.empty())
       s += ", 'nofit.dat' using 1:" + std::to_string(column) + " with points pt 6 ps 2 lc rgb 'red' title 'does not fit in GPU memory'";

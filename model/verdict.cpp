@@ -158,9 +158,10 @@ std::string efficiency_reason(const StudyRow& r, const StudyRow* previous) {
   std::string s;
   if (previous && previous->p.nodes == 1 && p.nodes > 1) s += "the job now spans " + std::to_string(p.nodes) + " nodes; ";
   if (lost <= 0) return s + "no time is lost to scaling";
-  s += "of the " + fmt_time(lost) + " per iteration lost against one GPU, " + fmt_time(p.exposed_comm_s) + " is exposed communication";
+  // Exposed communication can exceed the time lost: waiting for an all-reduce also hides host time.
+  s += "the iteration takes " + fmt_time(lost) + " longer than on one GPU, and the GPU waits " + fmt_time(p.exposed_comm_s) + " on exposed communication";
   if (p.exposed_comm_s >= 0.5 * lost) s += ": " + comm_words(r) + ", and the optimizer waits for the last bucket";
-  else s += " and the rest host-bound idle (" + fmt_time(p.host_idle_s) + ")";
+  else s += " and " + fmt_time(p.host_idle_s) + " on the host";
   return s;
 }
 
@@ -292,7 +293,11 @@ SweepVerdict sweep_verdict(const SweepResult& res) {
     }
     for (const auto& key : order) {
       auto [lo, hi] = range[key];
-      auto signed_pct = [](double x) { return (x >= 0 ? "+" : "") + pct0(x); };
+      // Rounded first, so that a loss too small to show reads +0%, not -0%.
+      auto signed_pct = [](double x) {
+        double r = std::round(100 * x) / 100;
+        return (r >= 0 ? "+" : "") + pct0(r == 0 ? 0.0 : r);
+      };
       std::string span = signed_pct(lo) + (std::fabs(hi - lo) >= 0.005 ? " to " + signed_pct(hi) : "");
       v.lines.push_back("What if " + key.second + ": " + key.first + " " + span + " throughput at " + std::to_string(at_gpus[key]) +
                         " GPUs against the cluster as specified (over the batch sizes swept).");
