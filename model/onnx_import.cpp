@@ -971,11 +971,12 @@ class Importer {
         list += (list.empty() ? "" : ", ") + op + " x" + std::to_string(nodes.size()) + " (first: '" + nodes[0] + "')";
         count += nodes.size();
       }
-      g_.notes.push_back(path_ + ": --allow-unknown-ops: " + std::to_string(count) +
-                         " operators dtsim does not know are costed by roofline as kernels moving their inputs and outputs: " + list);
+      g_.notes.push_back(path_ + ": --allow-unknown-ops: " + std::to_string(count) + (count == 1 ? " operator" : " operators") +
+                         " dtsim does not know costed by roofline as kernels moving their inputs and outputs: " + list);
     }
     if (!asymmetric_pads_.empty())
-      g_.notes.push_back(path_ + ": " + std::to_string(asymmetric_pads_.size()) + " nodes pad asymmetrically (first: '" + asymmetric_pads_[0] +
+      g_.notes.push_back(path_ + ": " + std::to_string(asymmetric_pads_.size()) + (asymmetric_pads_.size() == 1 ? " node pads" : " nodes pad") +
+                         " asymmetrically (first: '" + asymmetric_pads_[0] +
                          "'); costed with the symmetric padding that gives the same output size");
   }
 
