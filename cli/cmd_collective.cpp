@@ -9,12 +9,14 @@ namespace {
 class CollectiveCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
-    auto* c = app.add_subcommand("collective", "Predict collective times and bus bandwidth");
-    c->add_option("--op", op_, "allreduce, reducescatter, allgather, broadcast")->capture_default_str();
+    auto* c = app.add_subcommand("collective", "Predict collective times and bus bandwidth (and which algorithm and protocol NCCL runs)");
+    c->add_option("--op", op_, "allreduce, reducescatter, allgather, broadcast, reduce")->capture_default_str();
     c->add_option("--bytes", bytes_, "Message sizes: 4,1M,1G or 4..1G:x2 (K, M, G are binary)")->required();
     c->add_option("--gpus", gpus_, "Number of GPUs")->capture_default_str();
     c->add_option("--cluster", cluster_, "Cluster preset name or JSON file")->capture_default_str();
-    c->add_option("--algo", algo_, "Algorithm")->capture_default_str();
+    std::string names;
+    for (const auto& n : collective_algorithm_names()) names += (names.empty() ? "" : ", ") + n;
+    c->add_option("--algo", algo_, "Algorithm: " + names + " (auto: NCCL's choice of ring/tree and LL/LL128/Simple)")->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
     return c;
@@ -27,22 +29,24 @@ class CollectiveCommand : public Command {
     Placement where = place(c, gpus_);
     auto sizes = parse_int_list("--bytes", bytes_, 0, int64_t(1) << 50);
     Json rows = Json::array();
-    Table t{{"bytes", "gpus", "nodes", "algo", "time", "algbw GB/s", "busbw GB/s"}, {}};
+    Table t{{"bytes", "gpus", "nodes", "algo", "protocol", "channels", "time", "algbw GB/s", "busbw GB/s"}, {}};
     for (int64_t n : sizes) {
-      double s = algo->time_s(op, static_cast<double>(n), where, c);
+      CollectiveEstimate e = algo->estimate(op, static_cast<double>(n), where, c);
+      double s = e.time_s;
       double algbw = s > 0 ? n / s / 1e9 : 0;
       double busbw = algbw * bus_bandwidth_factor(op, where.gpus);
       rows.push_back({{"op", collective_op_name(op)}, {"bytes", n}, {"gpus", where.gpus}, {"nodes", where.nodes}, {"algo", algo->name()},
+                      {"chosen_algo", e.algo}, {"protocol", e.protocol.empty() ? Json() : Json(e.protocol)}, {"channels", e.channels},
                       {"time_s", s}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}});
-      t.rows.push_back({std::to_string(n), std::to_string(where.gpus), std::to_string(where.nodes), algo->name(), fmt_time(s), fmt_sig(algbw, 4),
-                        fmt_sig(busbw, 4)});
+      t.rows.push_back({std::to_string(n), std::to_string(where.gpus), std::to_string(where.nodes), e.algo, e.protocol.empty() ? "-" : e.protocol,
+                        e.channels ? std::to_string(e.channels) : "-", fmt_time(s), fmt_sig(algbw, 4), fmt_sig(busbw, 4)});
     }
     emit(out_, format_ == "json" ? dump(rows) : t.to_text());
     return 0;
   }
 
  private:
-  std::string op_ = "allreduce", bytes_, cluster_ = "h100-sxm", algo_ = "ring", format_ = "table", out_;
+  std::string op_ = "allreduce", bytes_, cluster_ = "h100-sxm", algo_ = "auto", format_ = "table", out_;
   int64_t gpus_ = 2;
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/error.hpp"
-#include "network/impl/ring.hpp"
 
 namespace dtsim {
 
@@ -59,7 +58,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
     p.single_gpu_iteration_s = run_schedule(g, kernels, c, one, *compute, *algo, place(c, 1)).iteration_s;
   }
   p.scaling_efficiency = p.single_gpu_iteration_s / t.iteration_s;
-  p.comm_bottleneck = where.gpus > 1 ? RingAlgorithm::link_cost(where, c).bottleneck : "none";
+  p.comm_bottleneck = comm_bottleneck(where, c);
 
   // The verdict: whichever share of the iteration is largest.
   const std::pair<double, const char*> shares[] = {

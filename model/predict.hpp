@@ -18,7 +18,7 @@ struct TrainingConfig {
   int64_t gpus = 1;
   int64_t batch_per_gpu = 1;
   Precision precision = Precision::FP32;
-  std::string algo = "ring";
+  std::string algo = "auto";  // NCCL's own choice per bucket (network/impl/nccl.hpp)
   std::string compute_model = "roofline";
   std::optional<bool> overlap;  // the framework's setting unless given
   bool record_kernels = false;

@@ -4,26 +4,49 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "network/impl/hierarchical.hpp"
+#include "network/impl/mpi.hpp"
+#include "network/impl/nccl.hpp"
+#include "network/impl/parameter_server.hpp"
+#include "network/impl/rabenseifner.hpp"
+#include "network/impl/recursive_doubling.hpp"
 #include "network/impl/ring.hpp"
+#include "network/impl/tree.hpp"
+#include "network/topology.hpp"
 
 namespace dtsim {
 
+namespace {
+const std::pair<CollectiveOp, const char*> kOps[] = {{CollectiveOp::AllReduce, "allreduce"},
+                                                     {CollectiveOp::ReduceScatter, "reducescatter"},
+                                                     {CollectiveOp::AllGather, "allgather"},
+                                                     {CollectiveOp::Broadcast, "broadcast"},
+                                                     {CollectiveOp::Reduce, "reduce"}};
+}
+
 CollectiveOp parse_collective_op(const std::string& s) {
-  if (s == "allreduce") return CollectiveOp::AllReduce;
-  if (s == "reducescatter") return CollectiveOp::ReduceScatter;
-  if (s == "allgather") return CollectiveOp::AllGather;
-  if (s == "broadcast") return CollectiveOp::Broadcast;
-  throw InputError("--op", "unknown collective '" + s + "' (allreduce, reducescatter, allgather, broadcast)");
+  for (const auto& [op, name] : kOps)
+    if (s == name) return op;
+  throw InputError("--op", "unknown collective '" + s + "' (allreduce, reducescatter, allgather, broadcast, reduce)");
 }
 
 const char* collective_op_name(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
-    case CollectiveOp::AllGather: return "allgather";
-    case CollectiveOp::Broadcast: return "broadcast";
-  }
+  for (const auto& [o, name] : kOps)
+    if (o == op) return name;
   return "?";
+}
+
+std::vector<CollectiveOp> all_collective_ops() {
+  std::vector<CollectiveOp> v;
+  for (const auto& [op, name] : kOps) v.push_back(op);
+  return v;
+}
+
+void CollectiveAlgorithm::unsupported(CollectiveOp op) const {
+  std::string ok;
+  for (CollectiveOp o : all_collective_ops())
+    if (supports(o)) ok += (ok.empty() ? "" : ", ") + std::string(collective_op_name(o));
+  throw InputError("--algo", name() + " does not implement " + collective_op_name(op) + " (it implements " + ok + ")");
 }
 
 Placement place(const ClusterSpec& c, int64_t gpus) {
@@ -39,21 +62,36 @@ Placement place(const ClusterSpec& c, int64_t gpus) {
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int p) {
-  if (p <= 1) return op == CollectiveOp::Broadcast ? 1.0 : 0.0;
+  if (p <= 1) return op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce ? 1.0 : 0.0;
   switch (op) {
     case CollectiveOp::AllReduce: return 2.0 * (p - 1) / p;
     case CollectiveOp::ReduceScatter:
     case CollectiveOp::AllGather: return static_cast<double>(p - 1) / p;
-    case CollectiveOp::Broadcast: return 1.0;
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce: return 1.0;
   }
   return 1.0;
+}
+
+std::string comm_bottleneck(const Placement& p, const ClusterSpec& c) {
+  if (p.gpus <= 1) return "none";
+  return textbook_costs(p, c).bottleneck;
 }
 
 namespace {
 using Factory = std::function<std::unique_ptr<CollectiveAlgorithm>()>;
 const std::vector<std::pair<std::string, Factory>>& registry() {
   static const std::vector<std::pair<std::string, Factory>> r = {
+      {"auto", [] { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::Any); }},
+      {"nccl-ring", [] { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::RingOnly); }},
+      {"nccl-tree", [] { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::TreeOnly); }},
       {"ring", [] { return std::make_unique<RingAlgorithm>(); }},
+      {"tree", [] { return std::make_unique<DoubleBinaryTreeAlgorithm>(); }},
+      {"recursive-doubling", [] { return std::make_unique<RecursiveDoublingAlgorithm>(); }},
+      {"rabenseifner", [] { return std::make_unique<RabenseifnerAlgorithm>(); }},
+      {"hierarchical", [] { return std::make_unique<HierarchicalAlgorithm>(); }},
+      {"mpi", [] { return std::make_unique<CudaAwareMpiAlgorithm>(); }},
+      {"ps", [] { return std::make_unique<ParameterServerAlgorithm>(); }},
   };
   return r;
 }

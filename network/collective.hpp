@@ -1,6 +1,7 @@
 #pragma once
-// Collective cost models. An algorithm prices one collective of n bytes over a job's GPUs; the
-// alpha-beta-gamma parameters come from the links the job spans (DESIGN §4).
+// Collective cost models (Ramulator-like: this small interface, one implementation per algorithm in
+// impl/, chosen by name). An algorithm prices one collective of n bytes over a job's GPUs from the
+// links the job spans (DESIGN §4); `auto` is NCCL's own choice of algorithm and protocol.
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,15 +10,20 @@
 
 namespace dtsim {
 
-enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, Broadcast };
-CollectiveOp parse_collective_op(const std::string& s);  // allreduce, reducescatter, allgather, broadcast
+// Bytes follow nccl-tests: all-reduce, broadcast and reduce count the buffer; reduce-scatter its
+// input (p pieces); all-gather its output (p pieces).
+enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+CollectiveOp parse_collective_op(const std::string& s);  // allreduce, reducescatter, allgather, broadcast, reduce
 const char* collective_op_name(CollectiveOp op);
+std::vector<CollectiveOp> all_collective_ops();
 
 // Where a job's GPUs sit: ceil(gpus / gpus_per_node) nodes, filled in order.
 struct Placement {
   int gpus = 1;
   int nodes = 1;
   int gpus_per_node = 1;
+  // GPUs on the fullest node: they share its NICs.
+  int local_gpus() const { return gpus < gpus_per_node ? gpus : gpus_per_node; }
 };
 Placement place(const ClusterSpec& c, int64_t gpus);  // InputError("--gpus") beyond capacity
 
@@ -35,18 +41,36 @@ struct LinkCost {
   std::string bottleneck;  // which link limits bandwidth, in words
 };
 
+// What one collective costs and how it ran.
+struct CollectiveEstimate {
+  double time_s = 0;
+  std::string algo;      // the algorithm that ran: for `auto`, NCCL's choice (ring, tree)
+  std::string protocol;  // NCCL's protocol (LL, LL128, Simple); empty where none applies
+  int channels = 0;      // NCCL channels (thread blocks) used; 0 where none apply
+};
+
 class CollectiveAlgorithm {
  public:
   virtual ~CollectiveAlgorithm() = default;
   virtual std::string name() const = 0;
-  virtual double time_s(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const = 0;
+  virtual bool supports(CollectiveOp) const { return true; }
+  // InputError("--algo") for an operation the algorithm does not implement.
+  virtual CollectiveEstimate estimate(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const = 0;
+  double time_s(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const { return estimate(op, bytes, p, c).time_s; }
+
+ protected:
+  [[noreturn]] void unsupported(CollectiveOp op) const;
 };
 
 std::unique_ptr<CollectiveAlgorithm> make_collective_algorithm(const std::string& name);
 std::vector<std::string> collective_algorithm_names();
 
 // nccl-tests' bus bandwidth: algorithm bandwidth times the share of data each rank's link carries
-// (all-reduce 2(p-1)/p, reduce-scatter and all-gather (p-1)/p, broadcast 1).
+// (all-reduce 2(p-1)/p, reduce-scatter and all-gather (p-1)/p, broadcast and reduce 1).
 double bus_bandwidth_factor(CollectiveOp op, int p);
+
+// The link that limits a job's collective bandwidth, in words ("intra-node nvswitch",
+// "inter-node network"; "none" on one GPU).
+std::string comm_bottleneck(const Placement& p, const ClusterSpec& c);
 
 }  // namespace dtsim

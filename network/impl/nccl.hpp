@@ -1,0 +1,44 @@
+#pragma once
+#include "network/collective.hpp"
+
+namespace dtsim {
+
+// NCCL's choice (`auto`), after the structure of NVIDIA/nccl src/graph/tuning.cc and enqueue.cc:
+// for every (algorithm, protocol) pair, a latency
+//   ring  base + (steps - network steps) hop_intra + network steps hop_net
+//   tree  base + 2 ((g - 1) hop_intra + lg N hop_net)
+// and a bus bandwidth (channels x link rate x link efficiency, times the algorithm's and the
+// protocol's factors, within NCCL's per-generation ceilings), turned into algorithm bandwidth
+// (ring: p / steps, tree: 1/2); NCCL runs the pair with the least `latency + bytes / bandwidth`
+// (tree bandwidth corrected by size). It then gives small messages fewer channels (each thread must
+// get thread_threshold bytes), which is what the call costs. Tables: collectives.nccl.
+// NVLS and CollNet are not modelled (the validation runs disable NVLS).
+class NcclAlgorithm : public CollectiveAlgorithm {
+ public:
+  enum Choice { Any, RingOnly, TreeOnly };  // `auto`, and NCCL_ALGO=Ring / Tree for what-if studies
+  explicit NcclAlgorithm(Choice c) : choice_(c) {}
+  std::string name() const override { return choice_ == Any ? "auto" : choice_ == RingOnly ? "nccl-ring" : "nccl-tree"; }
+  bool supports(CollectiveOp op) const override { return choice_ != TreeOnly || op == CollectiveOp::AllReduce; }
+  CollectiveEstimate estimate(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const override;
+
+ private:
+  Choice choice_;
+};
+
+// What NCCL's model needs of a job: its shape and raw link rates.
+struct NcclJob {
+  int ranks = 1, nodes = 1, local = 1;
+  int intra_hw = kHwNvlink;          // NVLink/NVSwitch or PCIe inside a node
+  double intra_bandwidth_Bps = 0;    // one GPU's intra-node link, one direction
+  double node_net_bandwidth_Bps = 0; // the NICs a node's GPUs can use, after oversubscription
+};
+NcclJob nccl_job(const Placement& p, const ClusterSpec& c);
+
+// NCCL's estimate of one pair with all channels (what it chooses by); < 0 where the pair is
+// disabled or does not implement `op`.
+double nccl_tuning_time_s(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int algo, int proto);
+// The chosen pair's cost with the channels NCCL gives the message. `algos`: bit 1 << kNcclTree,
+// 1 << kNcclRing.
+CollectiveEstimate nccl_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int algos = 3);
+
+}  // namespace dtsim

@@ -1,0 +1,17 @@
+#include "network/impl/parameter_server.hpp"
+
+#include <algorithm>
+
+namespace dtsim {
+
+CollectiveEstimate ParameterServerAlgorithm::estimate(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const {
+  if (!supports(op)) unsupported(op);
+  if (p.gpus <= 1 || bytes <= 0) return {0, name(), "", 0};
+  const ParameterServerSpec& ps = c.collectives.parameter_server;
+  const double servers = ps.servers > 0 ? ps.servers : p.nodes;
+  const double beta_server = 1.0 / (c.inter.nic_bandwidth_Bps / c.inter.oversubscription * ps.bandwidth_efficiency);
+  const double one_way = bytes * std::max(p.gpus / servers, 1.0) * beta_server + ps.latency_s;
+  return {op == CollectiveOp::AllReduce ? 2 * one_way : one_way, name(), "", 0};
+}
+
+}  // namespace dtsim

@@ -1,0 +1,35 @@
+// Convolutions through cuDNN's graph (backend) API, with the engine configuration chosen by
+// benchmarking the way PyTorch 2.x does under cudnn.benchmark=True: engine configs from the
+// heuristics (mode INSTANT, then FALLBACK), those that finalize and fit the workspace, at most
+// `max_plans` of them (PyTorch's torch.backends.cudnn.benchmark_limit, default 10), each timed,
+// the fastest kept.
+#pragma once
+
+#include <cudnn.h>
+
+#include <functional>
+#include <string>
+
+#include "util.hpp"
+
+namespace dh {
+
+struct ConvGeom {
+  int N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, g, P, Q;
+};
+
+struct GraphPlanChoice {
+  std::string name;       // "eng<global index>" of the chosen engine
+  long long workspace;    // bytes
+  int tried;              // plans benchmarked
+};
+
+// Builds the pass's graph ("fwd", "bwd_data", "bwd_filter") over the given device buffers, picks the
+// fastest plan and returns a closure that runs it on the handle's stream (for time_on_gpu).
+// Throws NotSupported when no plan works.
+std::function<void()> make_conv_graph(cudnnHandle_t h, const std::string& pass, const ConvGeom& c,
+                                      cudnnDataType_t dtype, void* x, void* w, void* y, void* workspace,
+                                      size_t workspace_bytes, int max_plans, cudaStream_t stream,
+                                      GraphPlanChoice* choice);
+
+}  // namespace dh

@@ -1,0 +1,61 @@
+// dtsim-harness: measures what dtsim predicts. Subcommands: kernels, collective, info.
+// See validation/README.md.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "modes.hpp"
+#include "provenance.hpp"
+#include "util.hpp"
+
+namespace dh {
+
+int run_info(const Args& a) {
+  int dev = static_cast<int>(a.integer("device", 0));
+  DH_CUDA(cudaSetDevice(dev));
+  auto j = collect_provenance(dev, a, "info");
+  std::printf("%s\n", j.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace dh
+
+static void usage() {
+  std::printf(
+      "usage: dtsim-harness MODE [--option value ...]\n"
+      "  kernels     --out DIR [--budget-s 300] [--math fp32,bf16] [--kinds all|conv2d,gemm,...]\n"
+      "              [--batches 1,2,4,...] [--models-dir configs/models] [--random-frac 0.35] [--seed 1]\n"
+      "              [--target-ms 10] [--min-repeats 5] [--max-repeats 30] [--workspace-mib 4096]\n"
+      "              [--conv-passes fwd,bwd_data,bwd_filter] [--share kind=fraction,...] [--max-items N]\n"
+      "              [--conv-api legacy|graph] [--graph-max-plans 10] [--arena-mib M] [--reserve-mib 2048]\n"
+      "              [--no-sanity] [--device 0] [--git-commit SHA] [--verbose] [--list-shapes]\n"
+      "  collective  --out DIR [--gpus 2[,4,8]] [--ops allreduce,reducescatter,allgather,broadcast]\n"
+      "              [--min-bytes 4] [--max-bytes 1G] [--samples 10] [--warmup 5] [--target-ms 5]\n"
+      "              [--timeout-s 60] [--total-timeout-s 1200] [--no-check] [--git-commit SHA]\n"
+      "              [--comm blocking|nonblocking] [--file-suffix S]\n"
+      "  info        [--device 0]   print the provenance record as JSON\n");
+}
+
+int main(int argc, char** argv) {
+  // Never NVLink multicast (NVLS): it can take shared GPUs out of service. Set before anything starts.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  std::string mode = argv[1];
+  try {
+    dh::Args a(argc, argv, 2);
+    if (mode == "kernels") return dh::run_kernels(a);
+    if (mode == "collective") return dh::run_collective(a);
+    if (mode == "info") return dh::run_info(a);
+    std::fprintf(stderr, "dtsim-harness: unknown mode '%s'\n", mode.c_str());
+    usage();
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtsim-harness %s: error: %s\n", mode.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,12 @@
+// The harness's modes; each returns the process exit status.
+#pragma once
+
+#include "util.hpp"
+
+namespace dh {
+
+int run_kernels(const Args& a);     // kernels.cu
+int run_collective(const Args& a);  // collective.cpp
+int run_info(const Args& a);        // main.cpp: provenance of device 0 as JSON on stdout
+
+}  // namespace dh
