@@ -22,6 +22,8 @@ class MlpComputeModel : public ComputeModel {
   void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override;
 
   const GpuSpec& measured_gpu() const { return measured_; }
+  // Whether a measured predictor (rather than the roofline) times this kernel.
+  bool covers(const KernelDesc& k) const { return set_->find(predictor_key(k)) != nullptr; }
 
  private:
   GpuSpec target_, measured_;

@@ -19,6 +19,7 @@
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
+#include "common/output.hpp"
 #include "kernels_mlp/dataset.hpp"
 #include "kernels_mlp/features.hpp"
 #include "kernels_mlp/mlp.hpp"
@@ -38,6 +39,8 @@ struct Options {
   std::string hidden = "64,64,64";
   int min_rows = 24;
   double weight_decay = 1e-4;
+  double huber_beta = 0.1;  // in standard deviations of the target
+  std::string dump;  // CSV of every row's measured and predicted time, for diagnosis
 };
 
 struct ErrorStats {
@@ -140,7 +143,9 @@ Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, i
       yb = Y.index_select(0, idx);
     }
     adam.zero_grad();
-    torch::Tensor loss = torch::mse_loss(net->forward(xb), yb);
+    // Huber in log space: quadratic for small errors, linear for the few shapes where cuDNN picked a
+    // poor algorithm, which would otherwise pull the fit towards them.
+    torch::Tensor loss = torch::smooth_l1_loss(net->forward(xb), yb, at::Reduction::Mean, opt.huber_beta);
     loss.backward();
     adam.step();
     if (step % 100 == 0 || step == opt.steps) {
@@ -173,6 +178,8 @@ int run(int argc, char** argv) {
   app.add_option("--steps", opt.steps, "Optimizer steps per predictor")->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_option("--hidden", opt.hidden, "Hidden layer widths")->capture_default_str();
   app.add_option("--weight-decay", opt.weight_decay, "Adam weight decay")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--huber-beta", opt.huber_beta, "Huber loss threshold, in target standard deviations")->check(CLI::Range(1e-4, 100.0))->capture_default_str();
+  app.add_option("--dump", opt.dump, "Write every row's measured and predicted time to this CSV");
   app.add_option("--min-rows", opt.min_rows, "Fewest training rows a predictor needs")->check(CLI::Range(2, 1000000))->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -219,6 +226,8 @@ int run(int argc, char** argv) {
   Json data = Json::array();
   for (const auto& f : files) data.push_back({{"file", fs::path(f).filename().string()}, {"fnv1a64", file_fnv1a64(f)}});
   manifest["data"] = std::move(data);
+  // Relative to the repository root when run from it (as the README says), so tests can re-check it.
+  manifest["data_dir"] = fs::path(data_dir).lexically_normal().string();
   for (const std::string& prov : {data_dir + "/provenance.json", opt.data + "/provenance.json"})
     if (fs::exists(prov)) {
       manifest["provenance"] = load_json_file(prov);
@@ -226,6 +235,7 @@ int run(int argc, char** argv) {
     }
 
   std::vector<Mlp> mlps;
+  std::string dump = "key,part,shape,measured_s,predicted_s\n";
   std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "predictor", "train", "heldout", "train", "heldout", "heldout", "heldout");
   std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "", "rows", "rows", "MAPE", "MAPE", "median", "max");
   for (const auto& [key, samples] : by_key) {
@@ -241,8 +251,22 @@ int run(int argc, char** argv) {
       for (const Sample* s : v) t.push_back(s->time_s);
       return t;
     };
-    ErrorStats tr = error_stats(predict_with(m, train, gpu.sm_count, base), measured(train));
-    ErrorStats ho = error_stats(predict_with(m, held, gpu.sm_count, base), measured(held));
+    auto p_train = predict_with(m, train, gpu.sm_count, base), p_held = predict_with(m, held, gpu.sm_count, base);
+    ErrorStats tr = error_stats(p_train, measured(train));
+    ErrorStats ho = error_stats(p_held, measured(held));
+    if (!opt.dump.empty()) {
+      auto rows = [&](const char* part, const std::vector<const Sample*>& v, const std::vector<double>& p) {
+        for (size_t i = 0; i < v.size(); ++i) {
+          std::string shape;
+          for (size_t f = 0; f < kernel_shape_fields(v[i]->kernel.kind).size(); ++f) shape += (f ? " " : "") + std::to_string(v[i]->kernel.shape[f]);
+          char b[96];
+          std::snprintf(b, sizeof b, ",%.4g,%.4g\n", v[i]->time_s, p[i]);
+          dump += key + "," + part + "," + shape + b;
+        }
+      };
+      rows("train", train, p_train);
+      rows("heldout", held, p_held);
+    }
     m.heldout = to_json(ho);
     m.heldout["train_rows"] = tr.rows;
     m.heldout["train_mape"] = tr.mape;
@@ -253,6 +277,7 @@ int run(int argc, char** argv) {
   }
   if (mlps.empty()) throw InputError(data_dir, "no kernel kind had enough rows to train a predictor");
   write_predictors(opt.out, manifest, mlps);
+  if (!opt.dump.empty()) write_file_atomic(opt.dump, dump);
   std::printf("wrote %zu predictors to %s\n", mlps.size(), opt.out.c_str());
   return 0;
 }
