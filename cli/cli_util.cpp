@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command.hpp"
 #include "common/output.hpp"
+#include "model/model_json.hpp"
 
 namespace dtsim::cli {
 
@@ -22,6 +24,24 @@ void TrainingFlags::add_to(CLI::App* c) {
   c->add_flag("--no-overlap", no_overlap, "All-reduce gradients after the backward pass instead of overlapping");
   c->add_option("--format", format, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
   c->add_option("--out", out, "Write the output to FILE (atomically) instead of stdout");
+}
+
+void add_allow_unknown_ops(CLI::App* c, bool& flag) {
+  c->add_flag("--allow-unknown-ops", flag,
+              "ONNX models: cost operators dtsim does not know by roofline from their tensor sizes instead of stopping");
+}
+
+void print_notes(const Graph& g) {
+  for (const auto& n : g.notes) std::cerr << "dtsim: note: " << n << "\n";
+}
+
+Graph TrainingFlags::load_model(const std::string& name_or_path, int64_t batch) const {
+  ModelLoadOptions options;
+  options.batch = std::max<int64_t>(batch, 1);  // a bad batch is reported by its own flag's check
+  options.allow_unknown_ops = allow_unknown_ops;
+  Graph g = dtsim::load_model(name_or_path, options);
+  print_notes(g);
+  return g;
 }
 
 TrainingConfig TrainingFlags::config() const {

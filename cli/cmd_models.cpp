@@ -12,15 +12,28 @@ class ModelsCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
     auto* c = app.add_subcommand("models", "List the built-in models, or describe one model (--model)");
-    c->add_option("--model", model_, "A zoo name or model JSON file to describe layer by layer");
+    c->add_option("--model", model_, "A zoo name, model JSON or ONNX file to describe layer by layer");
+    c->add_option("--batch-per-gpu", batch_, "ONNX models: the batch size shape inference runs with")->check(CLI::Range(int64_t{1}, kMaxBatchPerGpu))->capture_default_str();
+    add_allow_unknown_ops(c, allow_unknown_ops_);
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     return c;
   }
 
-  int run() override { return model_.empty() ? list_zoo() : describe(load_model(model_)); }
+  int run() override {
+    if (model_.empty()) return list_zoo();
+    ModelLoadOptions options;
+    options.batch = batch_;
+    options.allow_unknown_ops = allow_unknown_ops_;
+    return describe(load_model(model_, options));
+  }
 
  private:
-  static std::string op_of(const Layer& l) { return l.op == Op::Activation ? l.activation : op_name(l.op); }
+  // Imported operators show what they stand for; "(roofline)" marks those dtsim does not know.
+  static std::string op_of(const Layer& l) {
+    if (l.op == Op::Activation) return l.activation;
+    if (l.op == Op::Eltwise) return "eltwise:" + l.source_op + (l.roofline_only ? " (roofline)" : "");
+    return op_name(l.op);
+  }
 
   int describe(const Graph& g) {
     if (format_ == "json") {
@@ -29,6 +42,8 @@ class ModelsCommand : public Command {
       for (const auto& l : g.layers)
         layers.push_back({{"name", l.name}, {"op", op_of(l)}, {"output", l.out.str()}, {"params", l.params()}, {"fwd_macs", l.fwd_macs()}});
       j["layer_list"] = std::move(layers);
+      j["notes"] = g.notes;
+      print_notes(g);
       std::cout << dump(j);
       return 0;
     }
@@ -36,6 +51,7 @@ class ModelsCommand : public Command {
     t.header = {"layer", "op", "input", "output", "params", "MACs"};
     for (const auto& l : g.layers)
       t.rows.push_back({l.name, op_of(l), l.in[0].str(), l.out.str(), std::to_string(l.params()), std::to_string(l.fwd_macs())});
+    print_notes(g);
     if (format_ == "csv") {
       std::cout << t.to_csv();
       return 0;
@@ -62,6 +78,8 @@ class ModelsCommand : public Command {
   }
 
   std::string model_, format_ = "table";
+  int64_t batch_ = 1;
+  bool allow_unknown_ops_ = false;
 };
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include "cli/command.hpp"
+#include "cli/study_flags.hpp"
+#include "common/error.hpp"
 #include "common/output.hpp"
 #include "model/model_json.hpp"
 #include "model/report.hpp"
+#include "model/trace.hpp"
+#include "model/verdict.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -9,32 +13,67 @@ namespace {
 class PredictCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
-    auto* c = app.add_subcommand("predict", "Predict one training configuration");
-    c->add_option("--model", model_, "Zoo name or model JSON file")->required();
+    auto* c = app.add_subcommand("predict", "Predict one training configuration: iteration time, breakdown, verdict, memory fit");
+    c->add_option("--model", model_, "Zoo name, model JSON or ONNX file")->required();
     c->add_option("--gpus", gpus_, "Number of GPUs (placed on ceil(gpus / gpus_per_node) nodes)")->capture_default_str();
     c->add_option("--batch-per-gpu", batch_, "Samples per GPU per iteration")->required();
     c->add_flag("--layers", layers_, "Also print per-layer times (table format)");
+    c->add_option("--trace", trace_, "Write the simulated iteration as a Chrome/Perfetto trace to FILE.json (ui.perfetto.dev)");
+    c->add_option("--cluster-nodes", cluster_nodes_, "Nodes the cluster has (overrides the preset)");
+    whatif_.add_to(c, false);
+    train_.add_to(c);
     flags_.add_to(c);
+    add_allow_unknown_ops(c, flags_.allow_unknown_ops);
     return c;
   }
 
   int run() override {
-    Graph g = load_model(model_);
+    Graph g = flags_.load_model(model_, batch_);
     ClusterSpec c = load_cluster(flags_.cluster);
+    if (cluster_nodes_) {
+      if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
+      c.nodes = static_cast<int>(cluster_nodes_);
+    }
+    const WhatIf w = whatif_.single();
+    c = apply_what_if(c, w);
+    const TrainGoal goal = train_.goal();
+    if (!trace_.empty() && (trace_.size() < 5 || trace_.compare(trace_.size() - 5, 5, ".json") != 0))
+      throw InputError("--trace", "'" + trace_ + "' must end in .json");
     TrainingConfig cfg = flags_.config();
     cfg.gpus = gpus_;
     cfg.batch_per_gpu = batch_;
-    Prediction p = predict(g, c, cfg);
-    if (flags_.format == "json") emit(flags_.out, dump(prediction_json(p)));
-    else if (flags_.format == "csv") emit(flags_.out, Table{prediction_columns(false), {prediction_row(p, false)}}.to_csv());
-    else emit(flags_.out, prediction_text(p, layers_));
+    cfg.record_kernels = !trace_.empty();
+    StudyRow r = study_row(g, c, cfg, w, goal, true);
+    const Prediction& p = r.p;
+
+    std::string text;
+    if (flags_.format == "json") {
+      Json j = prediction_json(p);
+      Json extra = study_row_json(r);
+      for (const char* k : {"what_if", "memory", "fits", "comm_link", "train"})
+        if (extra.contains(k)) j[k] = extra[k];
+      j["bound"] = iteration_shares(p).bound;
+      j["verdict"] = config_verdict(r);
+      text = dump(j);
+    } else if (flags_.format == "csv") {
+      StudyColumns cols = study_columns_for({r});
+      text = Table{study_columns(false, cols), {study_row_cells(r, false, cols)}}.to_csv();
+    } else {
+      text = prediction_text(p, layers_);
+      if (!w.is_baseline()) text = "what-if: " + w.label() + "\n" + text;
+      text += "\n" + memory_text(r.memory) + "\nVerdict: " + config_verdict(r) + "\n";
+    }
+    if (!trace_.empty()) write_file_atomic(trace_, chrome_trace(p, c.framework.launch_overhead_s, c.framework.iteration_overhead_s).dump() + "\n");
+    emit(flags_.out, text);
     return 0;
   }
 
  private:
   TrainingFlags flags_;
-  std::string model_;
-  int64_t gpus_ = 1, batch_ = 0;
+  WhatIfFlags whatif_;
+  TrainFlags train_;
+  std::string model_, trace_;
+  int64_t gpus_ = 1, batch_ = 0, cluster_nodes_ = 0;
   bool layers_ = false;
 };
 

@@ -1,8 +1,14 @@
 #include "cli/command.hpp"
+#include "cli/study_flags.hpp"
 #include "common/args.hpp"
+#include "common/error.hpp"
 #include "common/output.hpp"
+#include "common/plot.hpp"
+#include "common/progress.hpp"
 #include "model/model_json.hpp"
 #include "model/report.hpp"
+#include "model/study_plots.hpp"
+#include "model/verdict.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -10,46 +16,122 @@ namespace {
 class SweepCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
-    auto* c = app.add_subcommand("sweep", "Predict every combination of models, GPU counts and batch sizes");
-    c->add_option("--model", models_, "Model names or files, comma-separated")->required();
-    c->add_option("--gpus", gpus_, "GPU counts: 1,2,4 or 1..8 (every integer) or 1..64:x2 (doubling)")->capture_default_str();
-    c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax")->required();
+    auto* c = app.add_subcommand("sweep",
+                                 "Predict every combination of models, batch sizes, GPU counts and hardware what-ifs; "
+                                 "with a verdict on what bounds each and where scaling breaks");
+    c->add_option("--sweep", sweep_file_, "A sweep file (configs/sweeps/*.json; docs/scaling-study.md); flags below override its training and output");
+    c->add_option("--model", models_, "Model names or files, comma-separated");
+    gpus_opt_ = c->add_option("--gpus", gpus_, "GPU counts: 1,2,4 or 1..8 (every integer) or 1..64:x2 (doubling)");
+    nodes_opt_ = c->add_option("--nodes", nodes_, "Node counts instead of GPU counts (each node full), same list syntax");
+    c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax");
+    nodes_cap_opt_ = c->add_option("--cluster-nodes", cluster_nodes_, "Nodes the cluster has (overrides the preset, for studies beyond its size)");
+    whatif_.add_to(c, true);
+    train_.add_to(c);
+    c->add_option("--plot", plot_, "Draw throughput and scaling efficiency against GPU count to FILE.png or FILE.svg (gnuplot)")->group("Plots");
+    c->add_option("--plot-breakdown", plot_breakdown_, "Draw the iteration breakdown as stacked bars to FILE.png or FILE.svg")->group("Plots");
+    c->add_option("--verdict", verdict_out_, "Also write the sweep's verdict to FILE (.json: structured; else text)");
     flags_.add_to(c);
+    app_ = c;
     return c;
   }
 
   int run() override {
-    ClusterSpec c = load_cluster(flags_.cluster);
-    std::vector<Graph> graphs;
-    for (const auto& m : split(models_, ',')) graphs.push_back(load_model(m));
-    auto gpus = parse_int_list("--gpus", gpus_, 1, c.capacity_gpus());
-    auto batches = parse_int_list("--batch-per-gpu", batches_, 1, kMaxBatchPerGpu);
-    TrainingConfig cfg = flags_.config();
-    Json rows = Json::array();
-    Table human{prediction_columns(true), {}}, csv{prediction_columns(false), {}};
-    std::string compute_model;
-    for (const auto& g : graphs)
-      for (int64_t b : batches)
-        for (int64_t n : gpus) {
-          cfg.gpus = n;
-          cfg.batch_per_gpu = b;
-          Prediction p = predict(g, c, cfg);
-          compute_model = p.compute_model;
-          rows.push_back(prediction_summary_json(p));
-          human.rows.push_back(prediction_row(p, true));
-          csv.rows.push_back(prediction_row(p, false));
-        }
-    if (flags_.format == "json") emit(flags_.out, dump(rows));
-    else if (flags_.format == "csv") emit(flags_.out, csv.to_csv());
-    else
-      emit(flags_.out, "cluster " + c.name + " (" + c.gpu.name + ", " + std::to_string(c.gpus_per_node) + " GPUs per node), " +
-                           precision_name(cfg.precision) + ", compute model: " + compute_model + "\n" + human.to_text());
+    SweepSpec s = spec();
+    // Everything that can be refused is refused before the work starts.
+    if (!plot_.empty()) plot_format("--plot", plot_), find_gnuplot("--plot");
+    if (!plot_breakdown_.empty()) plot_format("--plot-breakdown", plot_breakdown_), find_gnuplot("--plot-breakdown");
+
+    SweepResult res;
+    {
+      Progress bar("sweep", sweep_size(s));
+      res = run_sweep(s, [&] { bar.tick(); });
+    }
+    SweepVerdict verdict = sweep_verdict(res);
+
+    std::vector<Plot> plots;
+    if (!plot_.empty()) plots.push_back(scaling_plot(res, plot_, "--plot"));
+    if (!plot_breakdown_.empty()) plots.push_back(breakdown_plot(res, plot_breakdown_, "--plot-breakdown"));
+
+    const StudyColumns cols = study_columns_for(res.rows);
+    std::string text;
+    if (flags_.format == "json") {
+      Json rows = Json::array();
+      for (const auto& r : res.rows) rows.push_back(study_row_json(r));
+      text = dump(rows);
+    } else if (flags_.format == "csv") {
+      Table t{study_columns(false, cols), {}};
+      for (const auto& r : res.rows) t.rows.push_back(study_row_cells(r, false, cols));
+      text = t.to_csv();
+    } else {
+      Table t{study_columns(true, cols), {}};
+      for (const auto& r : res.rows) t.rows.push_back(study_row_cells(r, true, cols));
+      text = "cluster " + res.cluster_name + " (" + res.gpu_name + "), " + res.precision + ", compute model: " + res.compute_model + "\n" + t.to_text();
+      text += "\nVerdict\n";
+      for (const auto& l : verdict.lines) text += "- " + l + "\n";
+    }
+    if (!verdict_out_.empty()) {
+      std::string v;
+      if (verdict_out_.size() > 5 && verdict_out_.compare(verdict_out_.size() - 5, 5, ".json") == 0) v = dump(verdict.json);
+      else
+        for (const auto& l : verdict.lines) v += l + "\n";
+      write_file_atomic(verdict_out_, v);
+    }
+    for (auto& p : plots) p.commit();
+    emit(flags_.out, text);
     return 0;
   }
 
  private:
+  SweepSpec spec() {
+    SweepSpec s;
+    if (!sweep_file_.empty()) {
+      for (const auto& [given, flag] : {std::pair<bool, const char*>{!models_.empty(), "--model"}, {!batches_.empty(), "--batch-per-gpu"},
+                                        {gpus_opt_->count() > 0, "--gpus"}, {nodes_opt_->count() > 0, "--nodes"}, {whatif_.any(), "what-if flags"},
+                                        {given_("--cluster"), "--cluster"}, {given_("--precision"), "--precision"}, {given_("--algo"), "--algo"},
+                                        {given_("--no-overlap"), "--no-overlap"}})
+        if (given) throw InputError("--sweep", std::string("the sweep file sets the configurations; drop ") + flag + " or the file");
+      s = load_sweep(sweep_file_);
+    } else {
+      if (models_.empty()) throw InputError("--model", "required (or give a sweep file with --sweep)");
+      if (batches_.empty()) throw InputError("--batch-per-gpu", "required (or give a sweep file with --sweep)");
+      if (gpus_opt_->count() && nodes_opt_->count()) throw InputError("--nodes", "give GPU counts (--gpus) or node counts (--nodes), not both");
+      s.name = "sweep";
+      for (const auto& m : split(models_, ',')) {
+        load_model(m);  // fails early, naming --model
+        s.models.push_back(m);
+      }
+      s.cluster = flags_.cluster;
+      s.precision = flags_.precision;
+      parse_precision(s.precision);
+      s.algo = flags_.algo;
+      make_collective_algorithm(flags_.algo);
+      if (flags_.no_overlap) s.overlap = false;
+      s.batches = parse_int_list("--batch-per-gpu", batches_, 1, kMaxBatchPerGpu);
+      s.by_nodes = nodes_opt_->count() > 0;
+      s.gpus = s.by_nodes ? parse_int_list("--nodes", nodes_, 1, 1 << 20) : parse_int_list("--gpus", gpus_, 1, int64_t(1) << 30);
+      s.gpus_where = s.by_nodes ? "--nodes" : "--gpus";
+      s.what_ifs = what_if_grid(whatif_.axes());
+    }
+    if (nodes_cap_opt_->count()) {
+      if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
+      s.cluster_nodes = cluster_nodes_;
+    }
+    s.train = train_.goal(s.train);
+    return s;
+  }
+
+  bool given_(const std::string& flag) const {
+    const CLI::Option* o = app_->get_option_no_throw(flag);
+    return o && o->count() > 0;
+  }
+
+  CLI::App* app_ = nullptr;
   TrainingFlags flags_;
-  std::string models_, gpus_ = "1", batches_;
+  WhatIfFlags whatif_;
+  TrainFlags train_;
+  std::string sweep_file_, models_, gpus_ = "1", nodes_, batches_, plot_, plot_breakdown_, verdict_out_;
+  int64_t cluster_nodes_ = 0;
+  CLI::Option *gpus_opt_ = nullptr, *nodes_opt_ = nullptr, *nodes_cap_opt_ = nullptr;
 };
 
 }  // namespace

@@ -38,8 +38,16 @@ struct TrainingFlags {
   std::string format = "table";
   std::string out;
   bool no_overlap = false;
+  bool allow_unknown_ops = false;  // a command that loads with load_model() adds the flag (add_allow_unknown_ops)
   void add_to(CLI::App* c);
   TrainingConfig config() const;
+  // Loads a zoo name, JSON or ONNX file; ONNX shape inference runs with `batch` (the per-GPU batch).
+  Graph load_model(const std::string& name_or_path, int64_t batch) const;
 };
+
+// Adds --allow-unknown-ops to a command that takes --model.
+void add_allow_unknown_ops(CLI::App* c, bool& flag);
+// Prints what an importer assumed (Graph::notes) on stderr, one line each, so that stdout stays data.
+void print_notes(const Graph& g);
 
 }  // namespace dtsim::cli

@@ -20,6 +20,9 @@ const char* op_name(Op op) {
     case Op::Dropout: return "dropout";
     case Op::Flatten: return "flatten";
     case Op::SoftmaxCrossEntropy: return "softmax_cross_entropy";
+    case Op::Mul: return "mul";
+    case Op::View: return "view";
+    case Op::Eltwise: return "eltwise";
   }
   return "?";
 }
@@ -34,7 +37,7 @@ int64_t Layer::weight_params() const {
     case Op::Conv2d: return out_channels * (in[0].c / groups) * kh * kw;
     case Op::Linear: return out_features * in[0].c;
     case Op::BatchNorm2d: return in[0].c;
-    default: return 0;
+    default: return extra_params;
   }
 }
 
@@ -156,6 +159,28 @@ void infer_shapes(Graph& g, const std::string& what) {
         l.out = Shape{c, x.h, x.w, false};
         break;
       }
+      case Op::Mul: {
+        // Same shapes, or a per-channel gate C x 1 x 1 scaling a C x H x W map (either order).
+        if (l.in.size() != 2) fail("mul takes exactly two inputs");
+        const Shape& y = l.in[1];
+        auto is_gate_of = [](const Shape& gate, const Shape& map) {
+          return !gate.vector && !map.vector && gate.c == map.c && gate.h == 1 && gate.w == 1;
+        };
+        if (x == y || is_gate_of(y, x)) l.out = x;
+        else if (is_gate_of(x, y)) l.out = y;
+        else fail("mul inputs must have equal shapes or one must be a C x 1 x 1 gate of the other: " + x.str() + " and " + y.str());
+        break;
+      }
+      case Op::View:
+        need_one();
+        if (l.given_out.elements() <= 0 || l.given_out.elements() > x.elements())
+          fail("a view must have between 1 and " + std::to_string(x.elements()) + " elements per sample, got " + l.given_out.str());
+        l.out = l.given_out;
+        break;
+      case Op::Eltwise:
+        if (l.given_out.c <= 0 || l.given_out.h <= 0 || l.given_out.w <= 0) fail("output shape must be positive, got " + l.given_out.str());
+        l.out = l.given_out;
+        break;
       case Op::SoftmaxCrossEntropy:
         need_one();
         if (!x.vector) fail("softmax_cross_entropy needs a vector of class scores, got " + x.str());

@@ -20,6 +20,10 @@ enum class Op {
   Dropout,
   Flatten,
   SoftmaxCrossEntropy,
+  // Imported models (model/onnx_import.cpp) also use:
+  Mul,      // elementwise product of two inputs; one may be a C x 1 x 1 gate (squeeze-and-excitation)
+  View,     // reshape, slice, split, squeeze: a view of (part of) its input, no kernel
+  Eltwise,  // an operator costed by the bytes it moves: transpose, softmax, an operator dtsim doesn't know
 };
 
 const char* op_name(Op op);
@@ -49,6 +53,16 @@ struct Layer {
   // adaptive pooling
   int64_t out_h = 1, out_w = 1;
   double dropout_p = 0.5;
+  // Op::View and Op::Eltwise: the per-sample output shape, as the model's source states it.
+  Shape given_out;
+  // Op::Eltwise: the operator it stands for, as the source names it ("Transpose", "Softmax").
+  std::string source_op;
+  // Op::Eltwise: an operator dtsim does not know, costed by roofline from its tensor sizes only
+  // (--allow-unknown-ops), so that reports can say so.
+  bool roofline_only = false;
+  // Trainable tensors of a layer whose op has no weights of its own (a learned scale feeding a mul,
+  // a PReLU slope, an unknown operator's initializers); counted as weights.
+  int64_t extra_params = 0;
 
   // Inferred.
   std::vector<Shape> in;  // one per input
@@ -67,6 +81,8 @@ struct Graph {
   std::string source;  // where the definition comes from
   Shape input;
   std::vector<Layer> layers;
+  // What an importer assumed or could not cost exactly, one line each, for the user to check.
+  std::vector<std::string> notes;
 
   int64_t params() const;
   int64_t fwd_macs_per_sample() const;

@@ -39,6 +39,7 @@ const char* kind_name(KernelKind k) {
     case KernelKind::Dropout: return "dropout";
     case KernelKind::SoftmaxCE: return "softmax_ce";
     case KernelKind::SgdUpdate: return "sgd_update";
+    case KernelKind::Eltwise: return "eltwise";
   }
   return "?";
 }
@@ -64,6 +65,7 @@ const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
   static const std::vector<const char*> elems = {"elements"};
   static const std::vector<const char*> ce = {"N", "classes"};
   static const std::vector<const char*> params = {"params"};
+  static const std::vector<const char*> eltwise = {"read", "written"};
   switch (k) {
     case KernelKind::Conv2d: return conv;
     case KernelKind::Gemm: return gemm;
@@ -72,6 +74,7 @@ const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
     case KernelKind::Add: return add;
     case KernelKind::SoftmaxCE: return ce;
     case KernelKind::SgdUpdate: return params;
+    case KernelKind::Eltwise: return eltwise;
     default: return elems;
   }
 }
@@ -140,6 +143,10 @@ void set_cost(KernelDesc& k) {
       // and momentum.
       k.flops = 4.0 * s[0];
       k.bytes = 20.0 * s[0];
+      break;
+    case KernelKind::Eltwise:  // one operation per element written
+      k.flops = static_cast<double>(s[1]);
+      k.bytes = static_cast<double>(s[0] + s[1]) * eb;
       break;
   }
 }
@@ -252,7 +259,25 @@ struct Lowering {
         bw.push_back(make(KernelKind::Dropout, Pass::Bwd, vm, li, {in_el}));
         break;
       case Op::Flatten:
+      case Op::View:
         break;  // a view
+      case Op::Mul: {
+        // y = a * b (b possibly a C x 1 x 1 gate); backward reads dy, a and b and writes da and db
+        // (the gate's gradient reduced over H x W in the same pass).
+        const int64_t a_el = n * l.in[0].elements(), b_el = n * l.in[1].elements();
+        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {a_el + b_el, out_el}, "mul"));
+        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el + a_el + b_el, a_el + b_el}, "mul"));
+        break;
+      }
+      case Op::Eltwise: {
+        // Known only by its tensors: forward reads the inputs and writes the output, backward reads
+        // the output's gradient and writes the inputs' gradients.
+        int64_t in_all = 0;
+        for (const auto& s : l.in) in_all += n * s.elements();
+        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {in_all, out_el}, l.source_op.c_str()));
+        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, in_all}, l.source_op.c_str()));
+        break;
+      }
       case Op::SoftmaxCrossEntropy:
         fw.push_back(make(KernelKind::SoftmaxCE, Pass::Fwd, MathMode::FP32, li, {n, x.c}));
         bw.push_back(make(KernelKind::SoftmaxCE, Pass::Bwd, MathMode::FP32, li, {n, x.c}));

@@ -23,7 +23,9 @@ enum class MathMode { FP32 = 0, TF32 = 1, BF16 = 2, FP16 = 3 };
 constexpr int kMathModes = 4;
 const char* math_name(MathMode m);
 
-enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate };
+// Eltwise: what imported models need beyond these (a per-channel multiply, a transpose, an operator
+// dtsim does not know): a memory-bound kernel known only by the elements it reads and writes.
+enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise };
 enum class Pass { Fwd, BwdData, BwdFilter, BwdWeight, Bwd, Update };
 const char* kind_name(KernelKind k);
 const char* pass_name(Pass p);
@@ -33,6 +35,7 @@ const char* pass_name(Pass p);
 //   gemm: M N K transA transB (row-major, as PyTorch sees nn.Linear)   batchnorm: N C H W
 //   pool: N C H W R S stride pad P Q (P, Q: output size)   add: elements inputs
 //   activation, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
+//   eltwise: read written (elements read from all inputs, elements written to all outputs)
 constexpr int kMaxShapeFields = 14;
 const std::vector<const char*>& kernel_shape_fields(KernelKind k);
 

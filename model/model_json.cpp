@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "model/onnx_import.hpp"
 
 namespace dtsim {
 
@@ -145,8 +146,12 @@ Graph parse_model(const Json& doc, const std::string& what) {
   return g;
 }
 
+static bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 static bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos || (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+  return s.find('/') != std::string::npos || ends_with(s, ".json") || ends_with(s, ".onnx");
 }
 
 std::vector<std::string> zoo_models() {
@@ -158,14 +163,15 @@ std::vector<std::string> zoo_models() {
   return names;
 }
 
-Graph load_model(const std::string& name_or_path) {
+Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options) {
+  if (ends_with(name_or_path, ".onnx")) return import_onnx(name_or_path, options);
   std::string path = name_or_path;
   if (!looks_like_path(name_or_path)) {
     path = config_dir() + "/models/" + name_or_path + ".json";
     if (!fs::exists(path)) {
       std::string known;
       for (const auto& n : zoo_models()) known += (known.empty() ? "" : ", ") + n;
-      throw InputError("--model", "unknown model '" + name_or_path + "' (built-in: " + known + "; or give a path to a .json file)");
+      throw InputError("--model", "unknown model '" + name_or_path + "' (built-in: " + known + "; or give a path to a .json or .onnx file)");
     }
   }
   return parse_model(load_json_file(path), path);

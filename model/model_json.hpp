@@ -1,5 +1,7 @@
 #pragma once
-// Reading models: the documented JSON format (docs/model-format.md) and the built-in zoo.
+// Reading models: the documented JSON format (docs/model-format.md), the built-in zoo, and ONNX
+// files (model/onnx_import.hpp).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,8 +17,17 @@ std::string config_dir();
 // Parses and shape-checks a model document; `what` names it in errors.
 Graph parse_model(const Json& doc, const std::string& what);
 
-// A zoo name (configs/models/NAME.json) or a path to a .json file.
-Graph load_model(const std::string& name_or_path);
+// How to read a model. JSON models and zoo names ignore both fields.
+struct ModelLoadOptions {
+  // The batch size ONNX shape inference runs with: the per-GPU batch of the prediction. dtsim's graph
+  // is per sample; the batch matters only to exports whose reshapes state it.
+  int64_t batch = 1;
+  // Cost ONNX operators dtsim does not know by roofline from their tensor sizes instead of stopping.
+  bool allow_unknown_ops = false;
+};
+
+// A zoo name (configs/models/NAME.json), a path to a .json file, or a path to a .onnx file.
+Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options = {});
 
 // Names of the built-in models, sorted.
 std::vector<std::string> zoo_models();

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "model/verdict.hpp"
+
 namespace dtsim {
 
 Json prediction_summary_json(const Prediction& p) {
@@ -121,6 +123,88 @@ Json model_summary_json(const Graph& g) {
               {"layers", g.layers.size()},
               {"input", {g.input.c, g.input.h, g.input.w}},
               {"source", g.source}};
+}
+
+Json study_row_json(const StudyRow& r) {
+  Json j = prediction_summary_json(r.p);
+  j["what_if"] = r.what_if.to_json();
+  j["memory"] = memory_json(r.memory);
+  j["fits"] = r.memory.fits;
+  j["comm_link"] = r.link;
+  j["verdict"] = short_verdict(r);
+  if (r.train) {
+    Json t = {{"steps_per_epoch", r.train->steps_per_epoch}, {"steps", r.train->steps}, {"time_s", r.train->time_s}, {"gpu_hours", r.train->gpu_hours}};
+    if (r.train->cost) t["cost"] = *r.train->cost;
+    j["train"] = t;
+  }
+  return j;
+}
+
+StudyColumns study_columns_for(const std::vector<StudyRow>& rows) {
+  StudyColumns c;
+  for (const auto& r : rows) {
+    c.what_if |= !r.what_if.is_baseline() || !r.what_if.name.empty();
+    c.train |= r.train.has_value();
+    c.cost |= r.train && r.train->cost.has_value();
+  }
+  return c;
+}
+
+std::vector<std::string> study_columns(bool human, const StudyColumns& c) {
+  std::vector<std::string> h = prediction_columns(human);
+  if (human) {
+    if (c.what_if) h.insert(h.begin() + 1, "what-if");
+    h.push_back("memory/GPU");
+    if (c.train) h.insert(h.end(), {"time to train", "GPU-hours"});
+    if (c.cost) h.push_back("cost");
+    return h;
+  }
+  h.insert(h.end(), {"what_if", "memory_device_bytes", "fits"});
+  if (c.train) h.insert(h.end(), {"train_time_s", "gpu_hours"});
+  if (c.cost) h.push_back("cost");
+  return h;
+}
+
+std::vector<std::string> study_row_cells(const StudyRow& r, bool human, const StudyColumns& c) {
+  std::vector<std::string> v = prediction_row(r.p, human);
+  if (human) {
+    if (c.what_if) v.insert(v.begin() + 1, r.what_if.label());
+    v.push_back(fmt_bytes(r.memory.device_bytes) + (r.memory.fits ? "" : " NO FIT"));
+    if (c.train) {
+      v.push_back(r.train ? fmt_duration(r.train->time_s) : "");
+      v.push_back(r.train ? fmt_sig(r.train->gpu_hours, 4) : "");
+    }
+    if (c.cost) v.push_back(r.train && r.train->cost ? fmt_sig(*r.train->cost, 4) : "");
+    return v;
+  }
+  v.insert(v.end(), {r.what_if.label(), fmt_sig(r.memory.device_bytes, 6), r.memory.fits ? "true" : "false"});
+  if (c.train) {
+    v.push_back(r.train ? fmt_sig(r.train->time_s, 6) : "");
+    v.push_back(r.train ? fmt_sig(r.train->gpu_hours, 6) : "");
+  }
+  if (c.cost) v.push_back(r.train && r.train->cost ? fmt_sig(*r.train->cost, 6) : "");
+  return v;
+}
+
+std::string memory_text(const MemoryFit& m) {
+  Table t{{"memory per GPU", "bytes", "of the GPU"}, {}};
+  auto row = [&](const char* what, double bytes) {
+    if (bytes <= 0) return;
+    t.rows.push_back({what, fmt_bytes(bytes), pct(bytes / m.capacity_bytes)});
+  };
+  row("parameters (FP32)", m.weights_bytes);
+  row("16-bit weight copies (autocast)", m.weight_copies_bytes);
+  row("gradients (FP32)", m.gradients_bytes);
+  row("optimizer state", m.optimizer_bytes);
+  row("activations kept for backward", m.activations_bytes);
+  row("backward transient", m.transient_bytes);
+  row("convolution workspace", m.workspace_bytes);
+  row("DDP gradient buckets", m.buckets_bytes);
+  row("allocator reserve", m.reserve_bytes);
+  row("NCCL buffers", m.nccl_bytes);
+  row("CUDA context", m.context_bytes);
+  row("total on the device", m.device_bytes);
+  return t.to_text() + "PyTorch's allocated peak (torch.cuda.max_memory_allocated): " + fmt_bytes(m.allocated_peak_bytes) + "; " + memory_summary(m) + "\n";
 }
 
 }  // namespace dtsim

@@ -6,6 +6,7 @@
 #include "common/json_util.hpp"
 #include "common/output.hpp"
 #include "model/predict.hpp"
+#include "model/study.hpp"
 
 namespace dtsim {
 
@@ -22,5 +23,19 @@ std::vector<std::string> prediction_row(const Prediction& p, bool human);
 std::string prediction_text(const Prediction& p, bool with_layers);
 
 Json model_summary_json(const Graph& g);
+
+// Study rows (sweeps, and predict's extras): the prediction's summary plus the what-if, memory fit,
+// a short verdict and, when asked for, time and cost to train.
+Json study_row_json(const StudyRow& r);
+// Table and CSV columns of study rows. `what_if` adds the what-if column (when a sweep varies it),
+// `train` the time-to-train columns, `cost` the cost column.
+struct StudyColumns {
+  bool what_if = false, train = false, cost = false;
+};
+StudyColumns study_columns_for(const std::vector<StudyRow>& rows);
+std::vector<std::string> study_columns(bool human, const StudyColumns& c);
+std::vector<std::string> study_row_cells(const StudyRow& r, bool human, const StudyColumns& c);
+// Per-GPU memory as a table: component, bytes, share of the GPU.
+std::string memory_text(const MemoryFit& m);
 
 }  // namespace dtsim

@@ -104,7 +104,9 @@ TEST_CASE("cli: sweep gives one row per configuration") {
   CHECK(lines(csv.out) == 4);
   auto table = dtsim_cli("sweep --model resnet18 --gpus 1..4 --batch-per-gpu 8");
   CHECK(table.code == 0);
-  CHECK(lines(table.out) == 1 + 2 + 4);
+  // A title line, the table (header, rule, 4 rows), then the sweep's verdict.
+  CHECK(table.out.find("\nVerdict\n") != std::string::npos);
+  CHECK(lines(table.out.substr(0, table.out.find("\nVerdict\n"))) == 1 + 2 + 4);
 }
 
 TEST_CASE("cli: collective --format json rows") {

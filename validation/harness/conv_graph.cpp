@@ -54,12 +54,25 @@ struct Plan {
   int64_t engine = -1;
 };
 
-}  // namespace
+BDP make_pack(void* x, void* w, void* y, void* workspace) {
+  int64_t uids[3] = {1, 2, 3};
+  void* ptrs[3] = {x, w, y};
+  auto vp = std::make_shared<BD>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  vp->set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+  vp->set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+  vp->set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  vp->finalize();
+  return vp;
+}
 
-std::function<void()> make_conv_graph(cudnnHandle_t h, const std::string& pass, const ConvGeom& c,
-                                      cudnnDataType_t dtype, void* x, void* w, void* y, void* workspace,
-                                      size_t workspace_bytes, int max_plans, cudaStream_t stream,
-                                      GraphPlanChoice* choice) {
+// The chosen plan and every descriptor it refers to.
+struct Picked {
+  BDP plan, graph, op, conv, tx, tw, ty;
+  GraphPlanChoice choice;
+};
+
+Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cudnnDataType_t dtype, void* x, void* w,
+                 void* y, void* workspace, size_t workspace_bytes, int max_plans, cudaStream_t stream) {
   // uids: 1 = x (dx for bwd_data), 2 = w (dw for bwd_filter), 3 = y (dy for the backward passes)
   auto tx = tensor(1, c.N, c.C, c.H, c.W, dtype);
   auto tw = tensor(2, c.K, c.C / c.g, c.R, c.S, dtype);  // groups: filter channels = C / groups
@@ -161,17 +174,7 @@ std::function<void()> make_conv_graph(cudnnHandle_t h, const std::string& pass, 
   }
   if (plans.empty()) throw NotSupported("graph API: no engine configuration finalized for this convolution");
 
-  int64_t uids[3] = {1, 2, 3};
-  void* ptrs[3] = {x, w, y};
-  auto make_pack = [&](void) {
-    auto vp = std::make_shared<BD>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    vp->set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    vp->set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
-    vp->set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-    vp->finalize();
-    return vp;
-  };
-  auto pack = make_pack();
+  auto pack = make_pack(x, w, y, workspace);
 
   // Benchmark: one warm-up and the best of three event-timed runs per plan (plans that fail are skipped).
   cudaEvent_t e0, e1;
@@ -209,16 +212,37 @@ std::function<void()> make_conv_graph(cudnnHandle_t h, const std::string& pass, 
   cudaEventDestroy(e1);
   DH_CUDA(cudaGetLastError());
   if (best < 0) throw NotSupported("graph API: every engine configuration failed to execute");
-  if (choice) {
-    choice->name = "eng" + std::to_string(plans[best].engine);
-    choice->workspace = plans[best].ws;
-    choice->tried = tried;
-  }
-  auto chosen = plans[best].plan;
+  Picked p{plans[best].plan, graph, op, conv, tx, tw, ty, {}};
+  p.choice.name = "eng" + std::to_string(plans[best].engine);
+  p.choice.workspace = plans[best].ws;
+  p.choice.tried = tried;
+  return p;
+}
+
+}  // namespace
+
+std::function<void()> make_conv_graph(cudnnHandle_t h, const std::string& pass, const ConvGeom& c,
+                                      cudnnDataType_t dtype, void* x, void* w, void* y, void* workspace,
+                                      size_t workspace_bytes, int max_plans, cudaStream_t stream,
+                                      GraphPlanChoice* choice) {
+  auto p = std::make_shared<Picked>(pick_plan(h, pass, c, dtype, x, w, y, workspace, workspace_bytes, max_plans, stream));
+  if (choice) *choice = p->choice;
+  auto pack = make_pack(x, w, y, workspace);
   // The closure keeps every descriptor the plan refers to alive.
-  return [h, chosen, pack, graph, op, conv, tx, tw, ty] {
-    G(cudnnBackendExecute(h, chosen->d, pack->d));
+  return [h, p, pack] { G(cudnnBackendExecute(h, p->plan->d, pack->d)); };
+}
+
+ConvGraphPlan make_conv_graph_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cudnnDataType_t dtype,
+                                   void* x, void* w, void* y, void* workspace, size_t workspace_bytes, int max_plans,
+                                   cudaStream_t stream) {
+  auto p = std::make_shared<Picked>(pick_plan(h, pass, c, dtype, x, w, y, workspace, workspace_bytes, max_plans, stream));
+  ConvGraphPlan out;
+  out.choice = p->choice;
+  out.run = [h, p](void* x2, void* w2, void* y2, void* ws2) {
+    auto pack = make_pack(x2, w2, y2, ws2);
+    G(cudnnBackendExecute(h, p->plan->d, pack->d));
   };
+  return out;
 }
 
 }  // namespace dh

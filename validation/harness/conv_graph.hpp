@@ -32,4 +32,14 @@ std::function<void()> make_conv_graph(cudnnHandle_t h, const std::string& pass, 
                                       size_t workspace_bytes, int max_plans, cudaStream_t stream,
                                       GraphPlanChoice* choice);
 
+// The same choice, kept as a plan that runs on any buffers of the same shapes (a variant pack is
+// built per call, as cuDNN's frontend does in PyTorch). The train mode caches these by shape.
+struct ConvGraphPlan {
+  std::function<void(void* x, void* w, void* y, void* workspace)> run;
+  GraphPlanChoice choice;
+};
+ConvGraphPlan make_conv_graph_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cudnnDataType_t dtype,
+                                   void* x, void* w, void* y, void* workspace, size_t workspace_bytes, int max_plans,
+                                   cudaStream_t stream);
+
 }  // namespace dh

@@ -1,4 +1,4 @@
-// dtsim-harness: measures what dtsim predicts. Subcommands: kernels, collective, info.
+// dtsim-harness: measures what dtsim predicts. Subcommands: kernels, collective, train, info.
 // See validation/README.md.
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +35,12 @@ static void usage() {
       "              [--min-bytes 4] [--max-bytes 1G] [--samples 10] [--warmup 5] [--target-ms 5]\n"
       "              [--timeout-s 60] [--total-timeout-s 1200] [--no-check] [--git-commit SHA]\n"
       "              [--comm blocking|nonblocking] [--file-suffix S]\n"
+      "  train       --out DIR [--model resnet50[,vgg16,...|path.json]] [--batch 32[,64]] [--gpus 1]\n"
+      "              [--math fp32[,bf16]] [--overlap on[,off] | --no-overlap] [--bucket-mib 25]\n"
+      "              [--first-bucket-mib 1] [--iters 25] [--warmup 5] [--profile-iters 2] [--nbatches 4]\n"
+      "              [--lr 0.01] [--momentum 0.9] [--weight-decay 1e-4] [--workspace-mib 1024]\n"
+      "              [--graph-max-plans 10] [--timeout-s 120] [--total-timeout-s 1800] [--seed 1]\n"
+      "              [--no-broadcast-buffers] [--models-dir configs/models] [--git-commit SHA]\n"
       "  info        [--device 0]   print the provenance record as JSON\n");
 }
 
@@ -50,6 +56,7 @@ int main(int argc, char** argv) {
     dh::Args a(argc, argv, 2);
     if (mode == "kernels") return dh::run_kernels(a);
     if (mode == "collective") return dh::run_collective(a);
+    if (mode == "train") return dh::run_train(a);
     if (mode == "info") return dh::run_info(a);
     std::fprintf(stderr, "dtsim-harness: unknown mode '%s'\n", mode.c_str());
     usage();

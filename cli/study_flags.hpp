@@ -1,0 +1,37 @@
+#pragma once
+// Flags of the scaling-study features, shared by predict, sweep and roofline: hardware what-ifs,
+// time and cost to train, and plots.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "model/study.hpp"
+
+namespace dtsim::cli {
+
+struct WhatIfFlags {
+  // One text per axis of what_if_axes(), in that order; lists ("1,2,4", "0.5..4:x2") in sweeps.
+  std::vector<std::string> values;
+  std::vector<CLI::Option*> options;
+  void add_to(CLI::App* c, bool lists);
+  // The axes given, with their values.
+  std::vector<std::pair<std::string, std::vector<double>>> axes() const;
+  // Every axis given must have one value (predict, roofline).
+  WhatIf single() const;
+  bool any() const;
+  // --flops-scale for flops_scale.
+  static std::string flag_of(const std::string& axis);
+};
+
+struct TrainFlags {
+  int64_t dataset_size = 0;
+  double epochs = 0, price = 0;
+  CLI::Option *dataset_opt = nullptr, *epochs_opt = nullptr, *price_opt = nullptr;
+  void add_to(CLI::App* c);
+  // Overrides what `base` (a sweep file's "training") says with the flags given; checks the result.
+  TrainGoal goal(TrainGoal base = {}) const;
+};
+
+}  // namespace dtsim::cli

@@ -1,0 +1,25 @@
+#pragma once
+// The pictures of a study, drawn by gnuplot (common/plot.hpp). Each returns a rendered Plot that
+// the caller commits once everything else has succeeded.
+#include <string>
+
+#include "common/plot.hpp"
+#include "model/roofline_report.hpp"
+#include "model/study.hpp"
+
+namespace dtsim {
+
+// Throughput and scaling efficiency against GPU count, a line per series (model, batch per GPU,
+// what-if: whichever of them vary); configurations that do not fit in GPU memory are ringed.
+Plot scaling_plot(const SweepResult& res, const std::string& path, const std::string& flag);
+
+// The iteration split into compute, optimizer, exposed communication and host-bound idle, as
+// stacked bars (percent of the iteration; the iteration time in each label). At most
+// kMaxBreakdownBars bars: beyond that, the first what-if's rows at evenly spread GPU counts.
+constexpr size_t kMaxBreakdownBars = 64;
+Plot breakdown_plot(const SweepResult& res, const std::string& path, const std::string& flag);
+
+// The kernels as points on the GPU's roofline, one colour per kernel kind.
+Plot roofline_plot(const RooflineReport& r, const std::string& path, const std::string& flag);
+
+}  // namespace dtsim

@@ -1,0 +1,110 @@
+// `--model FILE.onnx` through the real binary: what `models` prints, predict, and the exit codes and
+// one-line messages of the error paths.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/json_util.hpp"
+
+using dtsim::Json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Run run_cli(const std::string& args) {
+  std::string base = (fs::temp_directory_path() / ("dtsim_onnx_cli_" + std::to_string(::getpid()))).string();
+  std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err </dev/null";
+  int status = std::system(cmd.c_str());
+  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
+  fs::remove(base + ".out");
+  fs::remove(base + ".err");
+  return r;
+}
+
+std::string model(const std::string& name) { return std::string(DTSIM_TEST_DATA) + "/onnx/" + name + ".onnx"; }
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("cli onnx: models --model FILE.onnx prints what was understood") {
+  auto r = run_cli("models --model " + model("resnet18"));
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("resnet18: 11689512 parameters, 1.81G MACs per sample forward, 70 layers") == 0);
+  CHECK(r.out.find("/layer1/0/conv1/Conv") != std::string::npos);
+  CHECK(r.err.empty());
+
+  auto j = run_cli("models --format json --model " + model("efficientnet_b0"));
+  REQUIRE(j.code == 0);
+  Json doc = Json::parse(j.out);
+  CHECK(doc["params"].get<int64_t>() == 5288548);
+  CHECK(doc["notes"].empty());
+  CHECK(doc["layer_list"].size() == doc["layers"].get<size_t>());
+}
+
+TEST_CASE("cli onnx: predict takes an ONNX model, with the batch from --batch-per-gpu") {
+  auto r = run_cli("predict --model " + model("mobilenet_v2") + " --gpus 8 --batch-per-gpu 64 --format json");
+  REQUIRE(r.code == 0);
+  Json p = Json::parse(r.out);
+  CHECK(p["iteration_s"].get<double>() > 0);
+  // The export fixed its batch to 1: fine at batch 1, an error naming the file at batch 8.
+  CHECK(run_cli("predict --model " + model("fixed_batch") + " --batch-per-gpu 1").code == 0);
+  auto bad = run_cli("predict --model " + model("fixed_batch") + " --batch-per-gpu 8");
+  CHECK(bad.code == 2);
+  CHECK(lines(bad.err) == 1);
+  CHECK(bad.err.find("fixed_batch.onnx") != std::string::npos);
+}
+
+TEST_CASE("cli onnx: an unknown operator exits 2 with one line; --allow-unknown-ops costs it and says so") {
+  for (const char* cmd : {"models --model ", "predict --batch-per-gpu 32 --model "}) {
+    INFO(cmd);
+    auto r = run_cli(cmd + model("unknown_op"));
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("dtsim: error: ") == 0);
+    CHECK(r.err.find("node '/lrn/LRN' (LRN)") != std::string::npos);
+    auto ok = run_cli(cmd + model("unknown_op") + " --allow-unknown-ops");
+    CHECK(ok.code == 0);
+    CHECK(lines(ok.err) == 1);
+    CHECK(ok.err.find("dtsim: note: ") == 0);
+    CHECK(ok.err.find("roofline") != std::string::npos);
+  }
+  auto t = run_cli("models --allow-unknown-ops --model " + model("unknown_op"));
+  CHECK(t.out.find("eltwise:LRN (roofline)") != std::string::npos);
+}
+
+TEST_CASE("cli onnx: eval-mode exports are said so in one line on stderr; bad files exit 2") {
+  auto r = run_cli("models --model " + model("eval_folded"));
+  CHECK(r.code == 0);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("eval-mode export") != std::string::npos);
+  for (const char* f : {"not_onnx", "truncated", "dangling", "dynamic_hw", "zero_dim", "custom_domain"}) {
+    INFO(f);
+    auto b = run_cli("models --model " + model(f));
+    CHECK(b.code == 2);
+    CHECK(lines(b.err) == 1);
+    CHECK(b.err.find(std::string(f) + ".onnx") != std::string::npos);
+  }
+}

@@ -1,0 +1,183 @@
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "train_kernels.hpp"
+
+namespace dh {
+
+namespace {
+
+constexpr int kT = 256;
+
+unsigned blocks_for(size_t n) {
+  size_t b = (n + kT - 1) / kT;
+  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(b, 132 * 32)));
+}
+
+__device__ __forceinline__ uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+__device__ __forceinline__ float ld(const float* p, size_t i) { return p[i]; }
+__device__ __forceinline__ float ld(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void st(float* p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void st(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16(v); }
+
+#define GRID_LOOP(i, n) \
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+__global__ void k_f2b(const float* in, __nv_bfloat16* out, size_t n) {
+  GRID_LOOP(i, n) out[i] = __float2bfloat16(in[i]);
+}
+__global__ void k_b2f(const __nv_bfloat16* in, float* out, size_t n) {
+  GRID_LOOP(i, n) out[i] = __bfloat162float(in[i]);
+}
+
+template <typename T>
+__global__ void k_bias_add(T* y, const float* b, int C, long long HW, size_t n) {
+  GRID_LOOP(i, n) {
+    int c = static_cast<int>((i / HW) % C);
+    st(y, i, ld(y, i) + b[c]);
+  }
+}
+
+// One block per channel.
+template <typename T>
+__global__ void k_bias_grad(const T* dy, float* db, int N, int C, long long HW) {
+  int c = blockIdx.x;
+  float acc = 0;
+  size_t total = size_t(N) * HW;
+  for (size_t k = threadIdx.x; k < total; k += blockDim.x) {
+    size_t n = k / HW, i = k % HW;
+    acc += ld(dy, (n * C + c) * HW + i);
+  }
+  __shared__ float sh[32];
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffff, acc, o);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float v = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+    if (threadIdx.x == 0) db[c] = v;
+  }
+}
+
+template <typename T>
+__global__ void k_dropout(const T* in, T* out, size_t n, float p, uint64_t seed) {
+  float scale = 1.f / (1.f - p);
+  uint32_t thr = static_cast<uint32_t>(p * 4294967296.0);
+  GRID_LOOP(i, n) {
+    bool keep = static_cast<uint32_t>(mix(seed ^ (i * 0x9E3779B97F4A7C15ULL))) >= thr;
+    st(out, i, keep ? ld(in, i) * scale : 0.f);
+  }
+}
+
+template <typename T>
+__global__ void k_concat(T* small, T* big, int Cs, int Cd, int off, long long HW, size_t n, bool to_big, bool acc) {
+  GRID_LOOP(i, n) {  // i indexes the small tensor
+    size_t per = size_t(Cs) * HW;
+    size_t nn = i / per, r = i % per;
+    size_t j = nn * size_t(Cd) * HW + size_t(off) * HW + r;
+    if (to_big)
+      st(big, j, acc ? ld(big, j) + ld(small, i) : ld(small, i));
+    else
+      st(small, i, acc ? ld(small, i) + ld(big, j) : ld(big, j));
+  }
+}
+
+template <typename T>
+__global__ void k_batch(T* x, const int* labels, int N, long long per, uint64_t seed, float amp) {
+  size_t n = size_t(N) * per;
+  GRID_LOOP(i, n) {
+    size_t s = i / per, j = i % per;
+    int lab = labels[s];
+    float u = (mix(seed * 0x9E3779B97F4A7C15ULL + i) >> 40) * (2.0f / 16777216.0f) - 1.f;
+    float sign = (mix((uint64_t(lab) << 32) ^ (j * 0xD1B54A32D192ED03ULL) ^ 0x5bd1e995ULL) & 1) ? 1.f : -1.f;
+    st(x, i, u + amp * sign);
+  }
+}
+__global__ void k_labels(int* labels, int N, int classes, uint64_t seed) {
+  GRID_LOOP(i, size_t(N)) labels[i] = static_cast<int>(mix(seed * 0x2545F4914F6CDD1DULL + i + 1) % classes);
+}
+
+__global__ void k_hash(const float* p, size_t n, unsigned long long* out) {
+  unsigned long long h = 0;
+  GRID_LOOP(i, n) h ^= mix((uint64_t(i) << 32) ^ __float_as_uint(p[i]) ^ 0x1234567ULL);
+  for (int o = 16; o > 0; o >>= 1) h ^= __shfl_xor_sync(0xffffffff, h, o);
+  if ((threadIdx.x & 31) == 0 && h) atomicXor(out, h);
+}
+
+}  // namespace
+
+void cast_f32_to_bf16(cudaStream_t s, const float* in, void* out, size_t n) {
+  if (!n) return;
+  k_f2b<<<blocks_for(n), kT, 0, s>>>(in, static_cast<__nv_bfloat16*>(out), n);
+  DH_LAUNCH();
+}
+void cast_bf16_to_f32(cudaStream_t s, const void* in, float* out, size_t n) {
+  if (!n) return;
+  k_b2f<<<blocks_for(n), kT, 0, s>>>(static_cast<const __nv_bfloat16*>(in), out, n);
+  DH_LAUNCH();
+}
+
+void bias_add(cudaStream_t s, DType t, void* y, const float* b, int N, int C, long long HW) {
+  size_t n = size_t(N) * C * HW;
+  if (t == DType::F32)
+    k_bias_add<float><<<blocks_for(n), kT, 0, s>>>(static_cast<float*>(y), b, C, HW, n);
+  else
+    k_bias_add<__nv_bfloat16><<<blocks_for(n), kT, 0, s>>>(static_cast<__nv_bfloat16*>(y), b, C, HW, n);
+  DH_LAUNCH();
+}
+void bias_grad(cudaStream_t s, DType t, const void* dy, float* db, int N, int C, long long HW) {
+  int th = size_t(N) * HW >= 512 ? 512 : 128;
+  if (t == DType::F32)
+    k_bias_grad<float><<<C, th, 0, s>>>(static_cast<const float*>(dy), db, N, C, HW);
+  else
+    k_bias_grad<__nv_bfloat16><<<C, th, 0, s>>>(static_cast<const __nv_bfloat16*>(dy), db, N, C, HW);
+  DH_LAUNCH();
+}
+void dropout_apply(cudaStream_t s, DType t, const void* in, void* out, size_t n, float p, uint64_t seed) {
+  if (t == DType::F32)
+    k_dropout<float><<<blocks_for(n), kT, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), n, p, seed);
+  else
+    k_dropout<__nv_bfloat16><<<blocks_for(n), kT, 0, s>>>(static_cast<const __nv_bfloat16*>(in),
+                                                          static_cast<__nv_bfloat16*>(out), n, p, seed);
+  DH_LAUNCH();
+}
+void concat_slice(cudaStream_t s, DType t, void* small, void* big, int N, int Cs, int Cd, int off, long long HW,
+                  bool to_big, bool accumulate) {
+  size_t n = size_t(N) * Cs * HW;
+  if (t == DType::F32)
+    k_concat<float><<<blocks_for(n), kT, 0, s>>>(static_cast<float*>(small), static_cast<float*>(big), Cs, Cd, off,
+                                                 HW, n, to_big, accumulate);
+  else
+    k_concat<__nv_bfloat16><<<blocks_for(n), kT, 0, s>>>(static_cast<__nv_bfloat16*>(small),
+                                                         static_cast<__nv_bfloat16*>(big), Cs, Cd, off, HW, n, to_big,
+                                                         accumulate);
+  DH_LAUNCH();
+}
+void make_batch(cudaStream_t s, DType t, void* x, int* labels, int N, long long per_sample, int classes, uint64_t seed,
+                float amp) {
+  k_labels<<<blocks_for(N), kT, 0, s>>>(labels, N, classes, seed);
+  DH_LAUNCH();
+  size_t n = size_t(N) * per_sample;
+  if (t == DType::F32)
+    k_batch<float><<<blocks_for(n), kT, 0, s>>>(static_cast<float*>(x), labels, N, per_sample, seed, amp);
+  else
+    k_batch<__nv_bfloat16><<<blocks_for(n), kT, 0, s>>>(static_cast<__nv_bfloat16*>(x), labels, N, per_sample, seed,
+                                                        amp);
+  DH_LAUNCH();
+}
+void hash_floats(cudaStream_t s, const float* p, size_t n, unsigned long long* out) {
+  DH_CUDA(cudaMemsetAsync(out, 0, sizeof *out, s));
+  k_hash<<<blocks_for(n), kT, 0, s>>>(p, n, out);
+  DH_LAUNCH();
+}
+
+}  // namespace dh

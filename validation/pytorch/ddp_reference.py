@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""PyTorch DistributedDataParallel reference runs for dtsim validation (issue 6).
+
+torchvision models under DDP (NCCL, one process per GPU via torch.multiprocessing.spawn, default
+bucket settings: 25 MiB, first bucket 1 MiB, broadcast_buffers on), SGD with momentum, synthetic
+learnable data already on the GPU, cudnn.benchmark on, fp32 (PyTorch defaults: TF32 convolutions,
+strict FP32 matmuls) or bf16 autocast (fp32 master weights, fp32 gradient all-reduce). Writes one
+measured-run JSON ("dtsim-measured-run/1", framework "pytorch", see validation/README.md) per
+configuration: <out>/<model>_b<batch>_<gpus>gpu_<precision>.json.
+
+usage: python3 validation/pytorch/ddp_reference.py --out DIR --gpus 2 \
+           --configs "resnet50:16,32,64 densenet121:8" --precisions fp32,bf16 [--iters 25 --warmup 5]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+import torchvision  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+INPUT = {"inception_v3": 299}
+
+
+def sig4(x):
+    return float(f"{x:.4g}")
+
+
+def pct(v, q):
+    s = sorted(v)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] * (1 - (pos - lo)) + s[hi] * (pos - lo)
+
+
+def git_commit():
+    c = os.environ.get("DTSIM_GIT_COMMIT")
+    if c:
+        return c
+    try:
+        return subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(__file__),
+                                       stderr=subprocess.DEVNULL, text=True).strip()
+    except Exception:
+        return "unknown"
+
+
+def provenance(world):
+    p = torch.cuda.get_device_properties(0)
+    drv = "unknown"
+    try:
+        drv = subprocess.check_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                      text=True).splitlines()[0].strip()
+    except Exception:
+        pass
+    nccl = torch.cuda.nccl.version()
+    return {
+        "framework": "pytorch",
+        "torch": torch.__version__, "torchvision": torchvision.__version__,
+        "cuda_runtime": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+        "nccl": ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl),
+        "python": platform.python_version(),
+        "gpus": [{"index": i, "name": torch.cuda.get_device_name(i)} for i in range(world)],
+        "gpu": {"name": p.name, "compute_capability": f"{p.major}.{p.minor}", "sm_count": p.multi_processor_count,
+                "memory_bytes": p.total_memory},
+        "driver": drv, "host": socket.gethostname(),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": git_commit(),
+        "environment": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+                                                      "NVSHMEM_DISABLE_NVLS", "CUDA_VISIBLE_DEVICES")},
+        "settings": {"cudnn.benchmark": torch.backends.cudnn.benchmark,
+                     "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+                     "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32},
+    }
+
+
+def make_batches(n, size, classes, rank, nb, device, dtype):
+    """Synthetic, learnable: label random; input = N(0,1) noise + a fixed +-1 pattern of the label."""
+    xs, ys = [], []
+    for b in range(nb):
+        g = torch.Generator().manual_seed(1000 * rank + b + 1)
+        y = torch.randint(0, classes, (n,), generator=g)
+        x = torch.randn(n, 3, size, size, generator=g)
+        for i in range(n):
+            pg = torch.Generator().manual_seed(int(y[i]) + 7)
+            x[i] += torch.randint(0, 2, (3, size, size), generator=pg).float() * 2 - 1
+        xs.append(x.to(device=device, dtype=dtype))
+        ys.append(y.to(device))
+    return xs, ys
+
+
+def run_config(rank, world, name, batch, prec, a):
+    device = torch.device("cuda", 0 if world == 1 else rank)
+    size = INPUT.get(name, 224)
+    kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+    model = getattr(torchvision.models, name)(num_classes=1000, **kw).to(device)
+    ddp = DDP(model, device_ids=[device.index])
+    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.9, weight_decay=1e-4)
+    crit = torch.nn.CrossEntropyLoss()
+    xs, ys = make_batches(batch, size, 1000, rank, a.nbatches, device, torch.float32)
+    bf16 = prec == "bf16"
+    n_it = a.warmup + a.iters
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(4 * n_it + 1)]
+    losses = []
+    ddp.train()
+    t0 = time.time()
+    for it in range(n_it):
+        if it == a.warmup:
+            torch.cuda.synchronize()
+            dist.barrier()
+            t_timed = time.time()
+        ev[4 * it].record()
+        x, y = xs[it % a.nbatches], ys[it % a.nbatches]
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            out = ddp(x)
+            loss = crit(out, y)
+        ev[4 * it + 1].record()
+        loss.backward()
+        ev[4 * it + 2].record()
+        opt.step()
+        ev[4 * it + 3].record()
+        losses.append(loss.detach())
+    ev[4 * n_it].record()
+    torch.cuda.synchronize()
+    wall = time.time() - t_timed
+    times, fwd, bwd, optt = [], [], [], []
+    for it in range(a.warmup, n_it):
+        nxt = ev[4 * (it + 1)]
+        times.append(ev[4 * it].elapsed_time(nxt) * 1e-3)
+        fwd.append(ev[4 * it].elapsed_time(ev[4 * it + 1]) * 1e-3)
+        bwd.append(ev[4 * it + 1].elapsed_time(ev[4 * it + 2]) * 1e-3)
+        optt.append(ev[4 * it + 2].elapsed_time(ev[4 * it + 3]) * 1e-3)
+    # slowest rank per iteration
+    tt = torch.tensor(times, device=device, dtype=torch.float64)
+    dist.all_reduce(tt, op=dist.ReduceOp.MAX)
+    slow = tt.tolist()
+    # parameters bit-identical across ranks?
+    flat = torch.cat([p.detach().float().flatten() for p in model.parameters()])
+    bits = flat.view(torch.int32).to(torch.int64)
+    h = torch.stack([(bits * (torch.arange(bits.numel(), device=device) % 1000003 + 1)).sum(), bits.sum()])
+    hs = [torch.zeros_like(h) for _ in range(world)]
+    dist.all_gather(hs, h)
+    same = all(torch.equal(hs[0], x) for x in hs)
+    lv = [float(v) for v in torch.stack(losses).float().cpu()]
+    nparams = sum(p.numel() for p in model.parameters())
+    res = None
+    if rank == 0:
+        med = statistics.median(slow)
+        cyc = min(a.nbatches, len(lv) // 2)
+        head, tail = lv[:cyc], lv[-cyc:]
+        res = {
+            "schema": "dtsim-measured-run/1", "source": "pytorch-ddp", "framework": "pytorch",
+            "model": name, "model_file": f"configs/models/{name}.json",
+            "torchvision_model": f"torchvision.models.{name}(num_classes=1000{', aux_logits=False' if kw else ''})",
+            "batch_per_gpu": batch, "gpus": world, "nodes": 1, "gpus_per_node": world,
+            "precision": prec,
+            "precision_detail": ("torch.autocast(cuda, bfloat16) around forward and loss; fp32 parameters, fp32 "
+                                 "gradients, fp32 all-reduce" if bf16 else
+                                 "fp32; PyTorch defaults: TF32 allowed for cuDNN convolutions, not for matmuls"),
+            "optimizer": {"name": "sgd_momentum", "lr": a.lr, "momentum": 0.9, "weight_decay": 1e-4,
+                          "impl": "torch.optim.SGD (foreach default)"},
+            "ddp": {"bucket_bytes": 25 * 1048576, "first_bucket_bytes": 1048576, "overlap": True,
+                    "broadcast_buffers": True, "gradient_as_bucket_view": False, "parameters": nparams,
+                    "allreduce": "DDP defaults (NCCL backend, allreduce of gradient buckets, divided by world size)"},
+            "conv_api": "pytorch (cudnn.benchmark=True)",
+            "layout": "NCHW",
+            "iterations": {"warmup": a.warmup, "measured": a.iters},
+            "iteration_time_s": {"median": sig4(med), "min": sig4(min(slow)), "max": sig4(max(slow)),
+                                 "p10": sig4(pct(slow, 0.1)), "p90": sig4(pct(slow, 0.9)),
+                                 "mean": sig4(sum(slow) / len(slow)),
+                                 "spread": sig4(pct(slow, 0.9) - pct(slow, 0.1)),
+                                 "samples": [sig4(v) for v in slow]},
+            "iteration_timing": ("CUDA events at each iteration's start (before zero_grad), no host synchronisation "
+                                 "between iterations; iteration k = start(k+1) - start(k); slowest rank per "
+                                 "iteration (all_reduce MAX); wall-clock check: %.4g s per iteration" % (wall / a.iters)),
+            "throughput_samples_per_s": sig4(world * batch / med),
+            "breakdown_s": {"forward": sig4(statistics.median(fwd)), "backward": sig4(statistics.median(bwd)),
+                            "optimizer": sig4(statistics.median(optt)), "allreduce_total": None,
+                            "allreduce_exposed": None, "host_idle": None,
+                            "note": "rank 0, medians; forward = start to after loss (incl. zero_grad), backward = "
+                                    "loss.backward() incl. DDP's all-reduces that are not hidden, optimizer = step()"},
+            "layers": [],
+            "allreduces": [],
+            "checks": {"loss_first": sig4(sum(head) / cyc), "loss_last": sig4(sum(tail) / cyc),
+                       "loss_fell": sum(tail) < sum(head), "losses": [sig4(v) for v in lv],
+                       "loss_note": f"loss_first / loss_last: mean loss of the first / last {cyc} iterations (one "
+                                    "pass over the data), rank 0",
+                       "params_identical_across_ranks": same},
+            "dataset": f"synthetic: {a.nbatches} batches per rank on the GPU, label random, input = N(0,1) + a fixed "
+                       "+-1 pattern of the label",
+            "config_wall_s": sig4(time.time() - t0),
+        }
+    del ddp, model, opt, xs, ys, out, loss, losses
+    torch.cuda.empty_cache()
+    return res
+
+
+def worker(rank, world, a, port):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.cuda.set_device(0 if world == 1 else rank)
+    torch.backends.cudnn.benchmark = True
+    dist.init_process_group("nccl", rank=rank, world_size=world,
+                            device_id=torch.device("cuda", 0 if world == 1 else rank))
+    prov = provenance(torch.cuda.device_count()) if rank == 0 else None
+    configs = []
+    for item in a.configs.split():
+        name, bs = item.split(":")
+        for b in bs.split(","):
+            for prec in a.precisions.split(","):
+                configs.append((name, int(b), prec))
+    for name, batch, prec in configs:
+        tag = f"{name}_b{batch}_{world}gpu_{prec}"
+        err = None
+        try:
+            res = run_config(rank, world, name, batch, prec, a)
+        except torch.cuda.OutOfMemoryError as e:  # deterministic: every rank gets it
+            err = "no_memory: " + str(e).splitlines()[0]
+            res = None
+            torch.cuda.empty_cache()
+        if rank == 0:
+            if err:
+                print(f"{tag:40s} skipped: {err}", flush=True)
+                with open(os.path.join(a.out, "skipped.txt"), "a") as f:
+                    f.write(f"{tag}\t{err}\n")
+                continue
+            res["provenance"] = dict(prov, date_utc_end=datetime.datetime.now(datetime.timezone.utc)
+                                     .strftime("%Y-%m-%dT%H:%M:%SZ"))
+            with open(os.path.join(a.out, tag + ".json"), "w") as f:
+                json.dump(res, f, indent=1)
+            it = res["iteration_time_s"]
+            print(f"{tag:40s} median {it['median'] * 1e3:9.3f} ms  spread {it['spread'] * 1e3:7.3f} ms  "
+                  f"loss {res['checks']['loss_first']:.3f} -> {res['checks']['loss_last']:.3f}  params_same "
+                  f"{res['checks']['params_identical_across_ranks']}  ({res['config_wall_s']:.1f} s)", flush=True)
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--gpus", type=int, default=1)
+    ap.add_argument("--configs", default="resnet50:32")
+    ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--iters", type=int, default=25)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--nbatches", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--port", type=int, default=29517)
+    a = ap.parse_args()
+    if a.iters < 20:
+        print("note: fewer than 20 timed iterations", file=sys.stderr)
+    os.makedirs(a.out, exist_ok=True)
+    mp.spawn(worker, args=(a.gpus, a, a.port), nprocs=a.gpus, join=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
