@@ -82,6 +82,7 @@ Pass parse_pass(const std::string& s, const std::string& where) {
 // The harness's math-mode column against dtsim's: "fp32" is PyTorch's default (TF32 convolutions).
 MathMode parse_math(const std::string& s, KernelKind kind, const std::string& where) {
   if (s == "bf16") return MathMode::BF16;
+  if (s == "any") return MathMode::FP32;  // kernels whose math does not change with the mode (the FP32 optimizer)
   if (s == "fp32") return kind == KernelKind::Conv2d ? MathMode::TF32 : MathMode::FP32;
   throw InputError(where + ", column math_mode", "unknown math mode '" + s + "' (fp32, bf16)");
 }
