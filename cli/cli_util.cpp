@@ -21,6 +21,8 @@ void TrainingFlags::add_to(CLI::App* c) {
   c->add_option("--precision", precision, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)")
       ->capture_default_str();
   c->add_option("--algo", algo, "All-reduce algorithm")->capture_default_str();
+  c->add_option("--compute-model", compute_model, "Kernel times: auto (measured MLP predictors where shipped, else roofline), mlp, roofline")
+      ->capture_default_str();
   c->add_flag("--no-overlap", no_overlap, "All-reduce gradients after the backward pass instead of overlapping");
   c->add_option("--format", format, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
   c->add_option("--out", out, "Write the output to FILE (atomically) instead of stdout");
@@ -48,6 +50,7 @@ TrainingConfig TrainingFlags::config() const {
   TrainingConfig cfg;
   cfg.precision = parse_precision(precision);
   cfg.algo = algo;
+  cfg.compute_model = compute_model;
   if (no_overlap) cfg.overlap = false;
   return cfg;
 }

@@ -35,6 +35,7 @@ struct TrainingFlags {
   std::string cluster = "h100-sxm";
   std::string precision = "fp32";
   std::string algo = "ring";
+  std::string compute_model = "auto";
   std::string format = "table";
   std::string out;
   bool no_overlap = false;

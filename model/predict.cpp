@@ -34,6 +34,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   p.precision = precision_name(cfg.precision);
   p.algo = algo->name();
   p.compute_model = compute->name();
+  p.compute_note = compute->note();
   p.gpus = where.gpus;
   p.nodes = where.nodes;
   p.batch_per_gpu = cfg.batch_per_gpu;

@@ -19,13 +19,14 @@ struct TrainingConfig {
   int64_t batch_per_gpu = 1;
   Precision precision = Precision::FP32;
   std::string algo = "auto";  // NCCL's own choice per bucket (network/impl/nccl.hpp)
-  std::string compute_model = "roofline";
+  std::string compute_model = "auto";
   std::optional<bool> overlap;  // the framework's setting unless given
   bool record_kernels = false;
 };
 
 struct Prediction {
   std::string model, cluster, gpu, precision, algo, compute_model;
+  std::string compute_note;  // what the kernel times come from, in one line
   int64_t gpus = 0, nodes = 0, batch_per_gpu = 0;
   bool overlap = true;
   double iteration_s = 0;

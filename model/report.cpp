@@ -17,6 +17,7 @@ Json prediction_summary_json(const Prediction& p) {
       {"global_batch", p.batch_per_gpu * p.gpus},
       {"precision", p.precision},
       {"compute_model", p.compute_model},
+      {"compute_model_note", p.compute_note},
       {"algo", p.algo},
       {"overlap", p.overlap},
       {"iteration_s", p.iteration_s},
@@ -93,7 +94,7 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
   t.rows = {
       {"iteration", fmt_time(it), ""},
       {"throughput", fmt_rate(p.throughput_samples_per_s) + " samples/s", ""},
-      {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; model: " + p.compute_model},
+      {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; " + p.compute_note},
       {"communication", fmt_time(p.comm_s), fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
                                                  (p.gpus > 1 ? ", limited by the " + p.comm_bottleneck : "") + (p.overlap ? ", overlapped" : ", after backward")},
       {"exposed communication", fmt_time(p.exposed_comm_s), pct(p.exposed_comm_s / it) + " of the iteration"},

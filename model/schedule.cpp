@@ -33,13 +33,18 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
   for (size_t i = 0; i < L; ++i) t.layers[i].grad_bytes = g.layers[i].params() * opt.grad_bytes_per_param;
   std::vector<double> grad_ready(L, 0.0);
 
+  // Kernel times first, in three batches: predictors infer many kernels at once.
+  std::vector<KernelTime> fwd_t, bwd_t, upd_t;
+  compute.times(k.forward, fwd_t);
+  compute.times(k.backward, bwd_t);
+  compute.times(k.update, upd_t);
+
   double host = opt.iteration_overhead_s;  // host time before the first launch
   double gpu_free = 0;
   // A kernel starts when the stream is free, the host has issued it, and whatever it waits on
   // (`not_before`, the last all-reduce for the optimizer) is done. The stream's idle gap is split
   // into communication the GPU waits for and time the host is behind.
-  auto issue = [&](const KernelDesc& kd, double not_before) {
-    KernelTime kt = compute.time(kd);
+  auto issue = [&](const KernelDesc& kd, const KernelTime& kt, double not_before) {
     host += opt.launch_overhead_s;
     double start = std::max({gpu_free, host, not_before});
     double comm_wait = std::max(0.0, not_before - std::max(gpu_free, host));
@@ -53,10 +58,11 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
     return std::make_pair(kt.seconds, end);
   };
 
-  for (const auto& kd : k.forward) t.layers[kd.layer].fwd_s += issue(kd, 0).first;
+  for (size_t i = 0; i < k.forward.size(); ++i) t.layers[k.forward[i].layer].fwd_s += issue(k.forward[i], fwd_t[i], 0).first;
   t.forward_end_s = gpu_free;
-  for (const auto& kd : k.backward) {
-    auto [dur, end] = issue(kd, 0);
+  for (size_t i = 0; i < k.backward.size(); ++i) {
+    const KernelDesc& kd = k.backward[i];
+    auto [dur, end] = issue(kd, bwd_t[i], 0);
     t.layers[kd.layer].bwd_s += dur;
     grad_ready[kd.layer] = end;  // a layer's last backward kernel produces its parameter gradients
   }
@@ -81,7 +87,7 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
   }
 
   // The optimizer waits for the last all-reduce.
-  for (const auto& kd : k.update) t.optimizer_s += issue(kd, comm_free).first;
+  for (size_t i = 0; i < k.update.size(); ++i) t.optimizer_s += issue(k.update[i], upd_t[i], comm_free).first;
   if (comm_free > gpu_free) {  // a model without parameters to update still waits for its all-reduce
     t.exposed_comm_s += comm_free - gpu_free;
     gpu_free = comm_free;

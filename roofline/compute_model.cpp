@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "kernels_mlp/mlp_model.hpp"
 #include "roofline/impl/roofline_model.hpp"
 
 namespace dtsim {
@@ -12,7 +13,12 @@ namespace {
 using Factory = std::function<std::unique_ptr<ComputeModel>(const GpuSpec&)>;
 const std::vector<std::pair<std::string, Factory>>& registry() {
   static const std::vector<std::pair<std::string, Factory>> r = {
-      {"roofline", [](const GpuSpec& g) { return std::make_unique<RooflineModel>(g); }},
+      {"auto", [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> {
+         if (mlp::have_predictors()) return std::make_unique<mlp::MlpComputeModel>(g);
+         return std::make_unique<RooflineModel>(g);
+       }},
+      {"mlp", [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> { return std::make_unique<mlp::MlpComputeModel>(g); }},
+      {"roofline", [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> { return std::make_unique<RooflineModel>(g); }},
   };
   return r;
 }

@@ -19,9 +19,18 @@ class ComputeModel {
  public:
   virtual ~ComputeModel() = default;
   virtual std::string name() const = 0;
+  // One line for the output: what the times come from ("roofline: no measured predictors for ...").
+  virtual std::string note() const { return name(); }
   virtual KernelTime time(const KernelDesc& k) const = 0;
+  // Many kernels at once; models that batch their inference override it.
+  virtual void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const {
+    out.resize(ks.size());
+    for (size_t i = 0; i < ks.size(); ++i) out[i] = time(ks[i]);
+  }
 };
 
+// "roofline", "mlp" (measured predictors, scaled by the roofline ratio to GPUs never measured) or
+// "auto": mlp where predictors exist, the roofline otherwise.
 std::unique_ptr<ComputeModel> make_compute_model(const std::string& name, const GpuSpec& gpu);
 std::vector<std::string> compute_model_names();
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make g++ pkg-config libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libtorch-dev gnuplot-nox libonnx-dev libprotobuf-dev)
+packages=(cmake make g++ pkg-config libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev libtorch-dev gnuplot-nox libonnx-dev libprotobuf-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

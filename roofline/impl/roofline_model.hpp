@@ -9,6 +9,7 @@ class RooflineModel : public ComputeModel {
  public:
   explicit RooflineModel(GpuSpec gpu) : gpu_(std::move(gpu)) {}
   std::string name() const override { return "roofline"; }
+  std::string note() const override { return "roofline of " + gpu_.name + " (datasheet peaks x attainment factors)"; }
   KernelTime time(const KernelDesc& k) const override;
 
  private:

@@ -1,0 +1,188 @@
+#include "kernels_mlp/features.hpp"
+
+#include <cmath>
+#include <map>
+#include <mutex>
+
+namespace dtsim::mlp {
+
+std::string dataset_math(const KernelDesc& k) {
+  switch (k.kind) {
+    case KernelKind::Conv2d:  // PyTorch's default fp32 runs convolutions in TF32: the "fp32" data
+      return k.math == MathMode::TF32 ? "fp32" : k.math == MathMode::BF16 ? "bf16" : "";
+    case KernelKind::Gemm:
+      return k.math == MathMode::FP32 ? "fp32" : k.math == MathMode::BF16 ? "bf16" : "";
+    default:
+      return k.math == MathMode::FP32 ? "fp32" : k.math == MathMode::BF16 ? "bf16" : "";
+  }
+}
+
+std::string predictor_key(const KernelDesc& k) {
+  std::string m = dataset_math(k);
+  if (m.empty()) return "";
+  // A gradient accumulation (add, bwd) is the same two-input sum as a forward add: one predictor.
+  Pass pass = k.kind == KernelKind::Add ? Pass::Fwd : k.pass;
+  std::string key = std::string(kind_name(k.kind)) + "/" + pass_name(pass) + "/" + m;
+  if (k.kind == KernelKind::Pool || k.kind == KernelKind::Activation) key += std::string("/") + k.variant;
+  return key;
+}
+
+static double lg(double x) { return std::log2(std::max(x, 1.0)); }
+
+double Baseline::seconds(const KernelDesc& k) const { return std::max(compute_s(k), memory_s(k)) + floor_s; }
+
+// Output tiles of a GEMM-like kernel against the SMs: log2 of the tile count and the fill of the last
+// wave. 128 x 128 is the common tile of cuDNN/cuBLAS tensor-core kernels on Hopper.
+static void waves(double m, double n, double batch, int sms, std::vector<double>& out) {
+  double tiles = std::ceil(m / 128.0) * std::ceil(n / 128.0) * batch;
+  double w = tiles / std::max(sms, 1);
+  out.push_back(lg(tiles));
+  out.push_back(w - std::floor(w));
+}
+
+// Every predictor also sees the baseline's two floors, in log2 microseconds.
+static const std::vector<std::string> kBaselineFeatures = {"roofline_compute_us", "roofline_memory_us"};
+
+static const std::vector<std::string>& kind_feature_names(KernelKind kind) {
+  static const std::vector<std::string> conv = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
+                                                "groups", "P", "Q", "gemm_m", "gemm_n", "gemm_k", "flops", "bytes", "intensity", "waves",
+                                                "last_wave_fill", "depthwise", "c_align8", "k_align8"};
+  static const std::vector<std::string> gemm = {"M", "N", "K", "flops", "bytes", "intensity", "waves", "last_wave_fill", "m_align8", "n_align8",
+                                                "k_align8"};
+  static const std::vector<std::string> bn = {"N", "C", "HW", "elements", "per_channel", "bytes"};
+  static const std::vector<std::string> elem = {"elements", "bytes"};
+  static const std::vector<std::string> pool = {"N", "C", "H", "W", "R", "S", "stride", "pad", "P", "Q", "in_elements", "out_elements", "bytes"};
+  static const std::vector<std::string> add = {"elements", "inputs", "bytes"};
+  static const std::vector<std::string> ce = {"N", "classes", "elements"};
+  static const std::vector<std::string> sgd = {"params", "bytes"};
+  switch (kind) {
+    case KernelKind::Conv2d: return conv;
+    case KernelKind::Gemm: return gemm;
+    case KernelKind::BatchNorm: return bn;
+    case KernelKind::Pool: return pool;
+    case KernelKind::Add: return add;
+    case KernelKind::SoftmaxCE: return ce;
+    case KernelKind::SgdUpdate: return sgd;
+    default: return elem;
+  }
+}
+
+const std::vector<std::string>& feature_names(KernelKind kind) {
+  static std::map<KernelKind, std::vector<std::string>> all;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int i = 0; i <= static_cast<int>(KernelKind::SgdUpdate); ++i) {
+      auto kind = static_cast<KernelKind>(i);
+      auto names = kind_feature_names(kind);
+      names.insert(names.end(), kBaselineFeatures.begin(), kBaselineFeatures.end());
+      all[kind] = names;
+    }
+  });
+  return all.at(kind);
+}
+
+static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out);
+
+void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
+  kind_features(k, sm_count, out);
+  out.push_back(std::log2(base.compute_s(k) * 1e6 + 1e-3));
+  out.push_back(std::log2(base.memory_s(k) * 1e6 + 1e-3));
+}
+
+static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double intensity = k.bytes > 0 ? k.flops / k.bytes : 0;
+  switch (k.kind) {
+    case KernelKind::Conv2d: {
+      for (int i = 0; i < 9; ++i) out.push_back(lg(s[i]));
+      out.push_back(lg(s[9] + 1));
+      out.push_back(lg(s[10] + 1));
+      out.push_back(lg(s[11]));
+      out.push_back(lg(s[12]));
+      out.push_back(lg(s[13]));
+      double p = (s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1, q = (s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1;
+      double g = static_cast<double>(s[13]);
+      double gm = s[0] * p * q, gn = s[4] / g, gk = s[1] / g * s[5] * s[6];
+      out.push_back(lg(p));
+      out.push_back(lg(q));
+      out.push_back(lg(gm));
+      out.push_back(lg(gn));
+      out.push_back(lg(gk));
+      out.push_back(lg(k.flops));
+      out.push_back(lg(k.bytes));
+      out.push_back(std::log2(intensity + 1e-3));
+      waves(gm, gn, g, sm_count, out);
+      out.push_back(s[13] > 1 && s[13] == s[1] ? 1.0 : 0.0);
+      out.push_back(s[1] % 8 == 0 ? 1.0 : 0.0);
+      out.push_back(s[4] % 8 == 0 ? 1.0 : 0.0);
+      break;
+    }
+    case KernelKind::Gemm:
+      out.push_back(lg(s[0]));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(s[2]));
+      out.push_back(lg(k.flops));
+      out.push_back(lg(k.bytes));
+      out.push_back(std::log2(intensity + 1e-3));
+      waves(s[0], s[1], 1, sm_count, out);
+      for (int i = 0; i < 3; ++i) out.push_back(s[i] % 8 == 0 ? 1.0 : 0.0);
+      break;
+    case KernelKind::BatchNorm: {
+      double e = static_cast<double>(s[0]) * s[1] * s[2] * s[3];
+      out.push_back(lg(s[0]));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(static_cast<double>(s[2]) * s[3]));
+      out.push_back(lg(e));
+      out.push_back(lg(e / s[1]));
+      out.push_back(lg(k.bytes));
+      break;
+    }
+    case KernelKind::Pool:
+      for (int i = 0; i < 7; ++i) out.push_back(lg(s[i]));
+      out.push_back(lg(s[7] + 1));
+      out.push_back(lg(s[8]));
+      out.push_back(lg(s[9]));
+      out.push_back(lg(static_cast<double>(s[0]) * s[1] * s[2] * s[3]));
+      out.push_back(lg(static_cast<double>(s[0]) * s[1] * s[8] * s[9]));
+      out.push_back(lg(k.bytes));
+      break;
+    case KernelKind::Add:
+      out.push_back(lg(s[0]));
+      out.push_back(static_cast<double>(s[1]));
+      out.push_back(lg(k.bytes));
+      break;
+    case KernelKind::SoftmaxCE:
+      out.push_back(lg(s[0]));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(static_cast<double>(s[0]) * s[1]));
+      break;
+    default:
+      out.push_back(lg(s[0]));
+      out.push_back(lg(k.bytes));
+      break;
+  }
+}
+
+uint64_t shape_hash(const KernelDesc& k) {
+  // FNV-1a over the kind, the shape fields and the variant.
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  };
+  mix(static_cast<uint64_t>(k.kind));
+  auto shape = k.shape;
+  if (k.kind == KernelKind::Gemm) {  // one nn.Linear (batch, in, out) whatever the pass
+    const auto& s = k.shape;
+    if (k.pass == Pass::Fwd) shape = {s[0], s[2], s[1]};
+    else if (k.pass == Pass::BwdData) shape = {s[0], s[1], s[2]};
+    else shape = {s[2], s[1], s[0]};
+  }
+  for (int64_t v : shape) mix(static_cast<uint64_t>(v));
+  for (const char* c = k.variant; *c; ++c) mix(static_cast<uint64_t>(*c));
+  return h;
+}
+
+}  // namespace dtsim::mlp

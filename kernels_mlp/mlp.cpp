@@ -1,0 +1,199 @@
+#include "kernels_mlp/mlp.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <mutex>
+
+#include "common/error.hpp"
+#include "common/output.hpp"
+#include "kernels_mlp/features.hpp"
+
+namespace dtsim::mlp {
+
+namespace fs = std::filesystem;
+
+void Mlp::predict_log_ratio(const Eigen::MatrixXf& raw, Eigen::VectorXf& log_ratio) const {
+  // Rows are kernels. Normalise, then affine + ReLU through the hidden layers, affine out.
+  Eigen::MatrixXf h = (raw.rowwise() - feature_mean.transpose()).array().rowwise() / feature_std.transpose().array();
+  for (size_t l = 0; l < weights.size(); ++l) {
+    Eigen::MatrixXf z = h * weights[l].transpose();
+    z.rowwise() += biases[l].transpose();
+    if (l + 1 < weights.size()) z = z.cwiseMax(0.0f);
+    h = std::move(z);
+  }
+  log_ratio = (h.col(0).array() * target_std + target_mean).matrix();
+}
+
+const Mlp* PredictorSet::find(const std::string& key) const {
+  auto it = by_key.find(key);
+  return it == by_key.end() ? nullptr : &it->second;
+}
+
+void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds) const {
+  seconds.assign(kernels.size(), std::numeric_limits<double>::quiet_NaN());
+  // Group kernels by predictor so that each MLP runs once over a matrix of kernels.
+  std::map<const Mlp*, std::vector<size_t>> groups;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (const Mlp* m = find(predictor_key(kernels[i]))) groups[m].push_back(i);
+  std::vector<double> f;
+  for (const auto& [m, idx] : groups) {
+    const Eigen::Index nf = static_cast<Eigen::Index>(m->feature_names.size());
+    Eigen::MatrixXf x(static_cast<Eigen::Index>(idx.size()), nf);
+    for (size_t r = 0; r < idx.size(); ++r) {
+      f.clear();
+      features(kernels[idx[r]], sm_count, baseline, f);
+      for (Eigen::Index c = 0; c < nf; ++c) x(static_cast<Eigen::Index>(r), c) = static_cast<float>(f[c]);
+    }
+    Eigen::VectorXf y;
+    m->predict_log_ratio(x, y);
+    for (size_t r = 0; r < idx.size(); ++r) seconds[idx[r]] = baseline.seconds(kernels[idx[r]]) * std::exp(y(static_cast<Eigen::Index>(r)));
+  }
+}
+
+static Eigen::VectorXf vec(const Json& j, const std::string& what) {
+  if (!j.is_array()) throw InputError(what, "must be an array of numbers");
+  Eigen::VectorXf v(static_cast<Eigen::Index>(j.size()));
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number()) throw InputError(what, "must be an array of numbers");
+    v(static_cast<Eigen::Index>(i)) = j[i].get<float>();
+  }
+  return v;
+}
+
+PredictorSet load_predictors(const std::string& dir) {
+  PredictorSet set;
+  set.dir = dir;
+  const std::string mpath = dir + "/manifest.json";
+  set.manifest = load_json_file(mpath);
+  const std::string wpath = dir + "/weights.bin";
+  std::ifstream win(wpath, std::ios::binary);
+  if (!win) throw InputError(wpath, "cannot open file");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(win)), std::istreambuf_iterator<char>());
+  const size_t nfloats = bytes.size() / sizeof(float);
+  auto weight = [&](size_t offset) {
+    float x;
+    std::memcpy(&x, bytes.data() + offset * sizeof(float), sizeof x);
+    return x;
+  };
+  try {
+    set.gpu = set.manifest.at("gpu").get<std::string>();
+    const Json& b = set.manifest.at("baseline");
+    set.sm_count = b.at("sm_count").get<int>();
+    for (int m = 0; m < kMathModes; ++m) set.baseline.peak_flops[m] = b.at("peak_flops").at(math_name(static_cast<MathMode>(m))).get<double>();
+    set.baseline.memory_bandwidth_Bps = b.at("memory_bandwidth_Bps").get<double>();
+    set.baseline.floor_s = b.at("floor_s").get<double>();
+    if (set.sm_count <= 0 || set.baseline.memory_bandwidth_Bps <= 0) throw InputError(mpath, "baseline must have positive sm_count and bandwidth");
+    for (double p : set.baseline.peak_flops)
+      if (!(p > 0)) throw InputError(mpath, "baseline peak_flops must be positive");
+    for (const Json& p : set.manifest.at("predictors")) {
+      Mlp m;
+      m.key = p.at("key").get<std::string>();
+      std::string where = mpath + ": predictor " + m.key;
+      m.feature_names = p.at("features").get<std::vector<std::string>>();
+      m.feature_mean = vec(p.at("feature_mean"), where + ".feature_mean");
+      m.feature_std = vec(p.at("feature_std"), where + ".feature_std");
+      m.target_mean = p.at("target_mean").get<float>();
+      m.target_std = p.at("target_std").get<float>();
+      m.heldout = p.value("heldout", Json::object());
+      auto sizes = p.at("layers").get<std::vector<int>>();
+      size_t off = p.at("weights_offset").get<size_t>();
+      if (sizes.size() < 2 || static_cast<size_t>(sizes.front()) != m.feature_names.size() || sizes.back() != 1 ||
+          m.feature_mean.size() != sizes.front() || m.feature_std.size() != sizes.front())
+        throw InputError(where, "layer sizes do not match the features");
+      for (size_t l = 0; l + 1 < sizes.size(); ++l) {
+        int in = sizes[l], out = sizes[l + 1];
+        if (in <= 0 || out <= 0 || off + size_t(in) * out + out > nfloats) throw InputError(where, "weights run past the end of weights.bin");
+        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w(out, in);
+        for (int r = 0; r < out; ++r)
+          for (int c = 0; c < in; ++c) w(r, c) = weight(off++);
+        Eigen::VectorXf b(out);
+        for (int r = 0; r < out; ++r) b(r) = weight(off++);
+        m.weights.push_back(std::move(w));
+        m.biases.push_back(std::move(b));
+      }
+      std::string key = m.key;
+      set.by_key.emplace(key, std::move(m));
+    }
+  } catch (const Json::exception& e) {
+    throw InputError(mpath, std::string("malformed predictor manifest (") + e.what() + ")");
+  }
+  return set;
+}
+
+Baseline baseline_of(const GpuSpec& gpu) {
+  Baseline b;
+  b.peak_flops = gpu.peak_flops;
+  b.memory_bandwidth_Bps = gpu.memory_bandwidth_Bps;
+  return b;
+}
+
+Json baseline_json(const Baseline& b, int sm_count) {
+  Json peaks;
+  for (int m = 0; m < kMathModes; ++m) peaks[math_name(static_cast<MathMode>(m))] = b.peak_flops[m];
+  return Json{{"peak_flops", peaks}, {"memory_bandwidth_Bps", b.memory_bandwidth_Bps}, {"floor_s", b.floor_s}, {"sm_count", sm_count}};
+}
+
+std::shared_ptr<const PredictorSet> cached_predictors(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const PredictorSet>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[dir];
+  if (!slot) slot = std::make_shared<PredictorSet>(load_predictors(dir));
+  return slot;
+}
+
+std::string pretrained_root() {
+  if (const char* env = std::getenv("DTSIM_PREDICTOR_DIR"); env && *env) return env;
+  return DTSIM_SOURCE_PREDICTOR_DIR;
+}
+
+std::vector<std::string> pretrained_gpus() {
+  std::vector<std::string> gpus;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(pretrained_root(), ec))
+    if (e.is_directory() && fs::exists(e.path() / "manifest.json")) gpus.push_back(e.path().filename().string());
+  std::sort(gpus.begin(), gpus.end());
+  return gpus;
+}
+
+void write_predictors(const std::string& dir, const Json& manifest_base, const std::vector<Mlp>& mlps) {
+  fs::create_directories(dir);
+  Json manifest = manifest_base;
+  Json preds = Json::array();
+  std::string blob;
+  size_t offset = 0;
+  auto put = [&](float x) {
+    char b[sizeof x];
+    std::memcpy(b, &x, sizeof x);
+    blob.append(b, sizeof x);
+    ++offset;
+  };
+  for (const Mlp& m : mlps) {
+    Json p;
+    p["key"] = m.key;
+    p["features"] = m.feature_names;
+    p["feature_mean"] = std::vector<float>(m.feature_mean.data(), m.feature_mean.data() + m.feature_mean.size());
+    p["feature_std"] = std::vector<float>(m.feature_std.data(), m.feature_std.data() + m.feature_std.size());
+    p["target_mean"] = m.target_mean;
+    p["target_std"] = m.target_std;
+    std::vector<int> sizes = {static_cast<int>(m.feature_names.size())};
+    for (const auto& w : m.weights) sizes.push_back(static_cast<int>(w.rows()));
+    p["layers"] = sizes;
+    p["weights_offset"] = offset;
+    p["heldout"] = m.heldout;
+    for (size_t l = 0; l < m.weights.size(); ++l) {
+      for (Eigen::Index r = 0; r < m.weights[l].rows(); ++r)
+        for (Eigen::Index c = 0; c < m.weights[l].cols(); ++c) put(m.weights[l](r, c));
+      for (Eigen::Index r = 0; r < m.biases[l].size(); ++r) put(m.biases[l](r));
+    }
+    preds.push_back(std::move(p));
+  }
+  manifest["predictors"] = std::move(preds);
+  write_file_atomic(dir + "/weights.bin", blob);
+  write_file_atomic(dir + "/manifest.json", manifest.dump(1) + "\n");
+}
+
+}  // namespace dtsim::mlp

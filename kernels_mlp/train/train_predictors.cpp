@@ -1,0 +1,318 @@
+// dtsim-train-predictors: trains one MLP per (kernel kind, pass, math mode) on measured kernel times,
+// on the CPU with LibTorch, and writes a predictor folder (kernels_mlp/mlp.hpp). The only program
+// of the project that includes torch; `dtsim train-predictors` hands over to it.
+//
+// Method: features as in kernels_mlp/features.cpp, standardised; target log(seconds), standardised;
+// shapes split into training and held-out parts by their hash before anything is fitted; Adam with
+// a cosine learning-rate decay; one thread and a fixed seed, so a run is repeatable. The held-out
+// error is measured through the same Eigen inference that predictions use.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.hpp"
+#include "common/json_util.hpp"
+#include "common/args.hpp"
+#include "common/output.hpp"
+#include "kernels_mlp/dataset.hpp"
+#include "kernels_mlp/features.hpp"
+#include "kernels_mlp/mlp.hpp"
+#include "model/model_json.hpp"
+#include "roofline/gpu_spec.hpp"
+
+using namespace dtsim;
+using namespace dtsim::mlp;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string data, out, gpu;
+  int64_t seed = 1;
+  int steps = 3000;
+  std::string hidden = "64,64,64";
+  int min_rows = 24;
+  double weight_decay = 1e-4;
+  double huber_beta = 0.1;  // in standard deviations of the target
+  std::string dump;  // CSV of every row's measured and predicted time, for diagnosis
+  std::string files;  // comma-separated CSV names to train on; empty: every CSV of the folder
+  // Held-out targets (issue 4): a predictor that misses its target is reported and not written, so
+  // that such kernels fall back to the roofline rather than to a predictor known to be worse.
+  double target_matmul = 0.10, target_vector = 0.15;
+};
+
+struct ErrorStats {
+  size_t rows = 0;
+  double mape = 0, median_ape = 0, max_ape = 0;
+};
+
+ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  ErrorStats e;
+  e.rows = predicted.size();
+  if (e.rows == 0) return e;
+  std::vector<double> ape(e.rows);
+  for (size_t i = 0; i < e.rows; ++i) ape[i] = std::fabs(predicted[i] - measured[i]) / measured[i];
+  for (double a : ape) e.mape += a / e.rows;
+  e.max_ape = *std::max_element(ape.begin(), ape.end());
+  std::nth_element(ape.begin(), ape.begin() + ape.size() / 2, ape.end());
+  e.median_ape = ape[ape.size() / 2];
+  return e;
+}
+
+Json to_json(const ErrorStats& e) { return Json{{"rows", e.rows}, {"mape", e.mape}, {"median_ape", e.median_ape}, {"max_ape", e.max_ape}}; }
+
+void progress(const std::string& key, int step, int steps, double loss) {
+  if (!isatty(STDERR_FILENO)) return;
+  const int width = 30;
+  int done = static_cast<int>(static_cast<double>(step) / steps * width);
+  std::fprintf(stderr, "\r  %-28s [%s%s] %5d/%d  loss %.4f", key.c_str(), std::string(done, '#').c_str(), std::string(width - done, '-').c_str(),
+               step, steps, loss);
+  if (step == steps) std::fprintf(stderr, "\r%*s\r", 100, "");
+  std::fflush(stderr);
+}
+
+// Seconds predicted for `samples` by the exported MLP: the run-time path, not torch's.
+std::vector<double> predict_with(const Mlp& m, const std::vector<const Sample*>& samples, int sms, const Baseline& base) {
+  std::vector<KernelDesc> ks;
+  for (const Sample* s : samples) ks.push_back(s->kernel);
+  PredictorSet set;
+  set.sm_count = sms;
+  set.baseline = base;
+  set.by_key.emplace(m.key, m);
+  std::vector<double> out;
+  set.predict(ks, out);
+  return out;
+}
+
+Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, int sms, const Baseline& base, const Options& opt,
+              const std::vector<int>& hidden) {
+  const KernelKind kind = train.front()->kernel.kind;
+  const auto& names = feature_names(kind);
+  const int64_t n = static_cast<int64_t>(train.size()), nf = static_cast<int64_t>(names.size());
+
+  Mlp m;
+  m.key = key;
+  m.feature_names = names;
+  Eigen::MatrixXf x(n, nf);
+  Eigen::VectorXf y(n);
+  std::vector<double> f;
+  for (int64_t i = 0; i < n; ++i) {
+    f.clear();
+    features(train[i]->kernel, sms, base, f);
+    for (int64_t c = 0; c < nf; ++c) x(i, c) = static_cast<float>(f[c]);
+    y(i) = static_cast<float>(std::log(train[i]->time_s / base.seconds(train[i]->kernel)));
+  }
+  m.feature_mean = x.colwise().mean();
+  m.feature_std = ((x.rowwise() - m.feature_mean.transpose()).array().square().colwise().sum() / std::max<int64_t>(n - 1, 1)).sqrt();
+  for (Eigen::Index c = 0; c < nf; ++c)
+    if (m.feature_std(c) < 1e-6f) m.feature_std(c) = 1;  // a constant feature carries nothing
+  m.target_mean = y.mean();
+  m.target_std = std::sqrt((y.array() - m.target_mean).square().sum() / std::max<int64_t>(n - 1, 1));
+  if (m.target_std < 1e-6f) m.target_std = 1;
+
+  Eigen::MatrixXf xn = (x.rowwise() - m.feature_mean.transpose()).array().rowwise() / m.feature_std.transpose().array();
+  Eigen::VectorXf yn = (y.array() - m.target_mean) / m.target_std;
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> xr = xn;
+  torch::Tensor X = torch::from_blob(xr.data(), {n, nf}, torch::kFloat32).clone();
+  torch::Tensor Y = torch::from_blob(yn.data(), {n, 1}, torch::kFloat32).clone();
+
+  torch::manual_seed(static_cast<uint64_t>(opt.seed) + std::hash<std::string>{}(key) % 1000003);
+  torch::nn::Sequential net;
+  int64_t in = nf;
+  for (int h : hidden) {
+    net->push_back(torch::nn::Linear(in, h));
+    net->push_back(torch::nn::ReLU());
+    in = h;
+  }
+  net->push_back(torch::nn::Linear(in, 1));
+
+  const double lr0 = 3e-3;
+  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(lr0).weight_decay(opt.weight_decay));
+  const int64_t batch = std::min<int64_t>(n, 1024);
+  torch::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(opt.seed));
+  double loss_value = 0;
+  for (int step = 1; step <= opt.steps; ++step) {
+    double lr = 1e-5 + 0.5 * (lr0 - 1e-5) * (1 + std::cos(M_PI * step / opt.steps));
+    for (auto& g : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
+    torch::Tensor xb = X, yb = Y;
+    if (batch < n) {
+      torch::Tensor idx = torch::randint(n, {batch}, gen, torch::kLong);
+      xb = X.index_select(0, idx);
+      yb = Y.index_select(0, idx);
+    }
+    adam.zero_grad();
+    // Huber in log space: quadratic for small errors, linear for the few shapes where cuDNN picked a
+    // poor algorithm, which would otherwise pull the fit towards them.
+    torch::Tensor loss = torch::smooth_l1_loss(net->forward(xb), yb, at::Reduction::Mean, opt.huber_beta);
+    loss.backward();
+    adam.step();
+    if (step % 100 == 0 || step == opt.steps) {
+      loss_value = loss.item<double>();
+      progress(key, step, opt.steps, loss_value);
+    }
+  }
+
+  for (const auto& module : net->children()) {
+    if (auto* lin = module->as<torch::nn::Linear>()) {
+      torch::Tensor w = lin->weight.detach().contiguous(), b = lin->bias.detach().contiguous();
+      Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> wm(w.size(0), w.size(1));
+      std::memcpy(wm.data(), w.data_ptr<float>(), sizeof(float) * w.numel());
+      Eigen::VectorXf bv(b.size(0));
+      std::memcpy(bv.data(), b.data_ptr<float>(), sizeof(float) * b.numel());
+      m.weights.push_back(std::move(wm));
+      m.biases.push_back(std::move(bv));
+    }
+  }
+  return m;
+}
+
+int run(int argc, char** argv) {
+  Options opt;
+  CLI::App app{"dtsim train-predictors: trains MLP kernel-time predictors on measured kernel datasets (LibTorch, CPU)"};
+  app.add_option("--data", opt.data, "Measured data folder, e.g. validation/data/h100-sxm (its kernels/ subfolder is used if present)")->required();
+  app.add_option("--out", opt.out, "Output predictor folder, e.g. kernels_mlp/pretrained/h100-sxm")->required();
+  app.add_option("--gpu", opt.gpu, "GPU name (configs/gpus/NAME.json); default: the data folder's name");
+  app.add_option("--seed", opt.seed, "Random seed")->capture_default_str();
+  app.add_option("--steps", opt.steps, "Optimizer steps per predictor")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app.add_option("--hidden", opt.hidden, "Hidden layer widths")->capture_default_str();
+  app.add_option("--weight-decay", opt.weight_decay, "Adam weight decay")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--huber-beta", opt.huber_beta, "Huber loss threshold, in target standard deviations")->check(CLI::Range(1e-4, 100.0))->capture_default_str();
+  app.add_option("--files", opt.files, "Comma-separated CSV files of the data folder to use (default: all)");
+  app.add_option("--target-matmul", opt.target_matmul, "Held-out MAPE a conv2d/gemm predictor must meet to be written")->capture_default_str();
+  app.add_option("--target-vector", opt.target_vector, "Held-out MAPE other predictors must meet to be written")->capture_default_str();
+  app.add_option("--dump", opt.dump, "Write every row's measured and predicted time to this CSV");
+  app.add_option("--min-rows", opt.min_rows, "Fewest training rows a predictor needs")->check(CLI::Range(2, 1000000))->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "dtsim train-predictors: error: %s\n", e.what());
+    return 2;
+  }
+  std::vector<int> hidden;
+  {
+    std::string s = opt.hidden;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t end = s.find(',', pos);
+      std::string t = s.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+      char* e = nullptr;
+      long v = std::strtol(t.c_str(), &e, 10);
+      if (t.empty() || *e || v < 1 || v > 4096) throw InputError("--hidden", "'" + opt.hidden + "' must be widths like 64,64,64");
+      hidden.push_back(static_cast<int>(v));
+      if (end == std::string::npos) break;
+      pos = end + 1;
+    }
+  }
+
+  std::string data_dir = fs::is_directory(opt.data + "/kernels") ? opt.data + "/kernels" : opt.data;
+  if (!fs::is_directory(data_dir)) throw InputError("--data", "'" + opt.data + "' is not a folder");
+  if (opt.gpu.empty()) opt.gpu = fs::path(opt.data).lexically_normal().filename().string();
+  if (opt.gpu.empty()) opt.gpu = fs::path(opt.data).lexically_normal().parent_path().filename().string();
+  GpuSpec gpu = load_gpu(opt.gpu);
+  Baseline base = baseline_of(gpu);
+
+  torch::set_num_threads(1);
+  std::vector<std::string> files;
+  std::map<std::string, std::vector<Sample>> by_key;
+  if (opt.files.empty()) {
+    by_key = read_kernel_dataset(data_dir, &files);
+  } else {
+    for (const auto& f : split(opt.files, ',')) {
+      files.push_back(data_dir + "/" + f);
+      for (auto& s : read_kernel_csv(files.back())) by_key[s.key].push_back(std::move(s));
+    }
+  }
+  if (by_key.empty()) throw InputError(data_dir, "no kernel rows to train on (expected the harness's CSVs)");
+
+  Json manifest;
+  manifest["format"] = 1;
+  manifest["gpu"] = opt.gpu;
+  manifest["baseline"] = baseline_json(base, gpu.sm_count);
+  manifest["trained_with"] = {{"program", "dtsim-train-predictors"}, {"libtorch", TORCH_VERSION}, {"seed", opt.seed}, {"steps", opt.steps},
+                              {"hidden", hidden}, {"split", "held-out: shapes whose FNV-1a hash is 0 mod 5"}};
+  Json data = Json::array();
+  for (const auto& f : files) data.push_back({{"file", fs::path(f).filename().string()}, {"fnv1a64", file_fnv1a64(f)}});
+  manifest["data"] = std::move(data);
+  // Relative to the repository root when run from it (as the README says), so tests can re-check it.
+  manifest["data_dir"] = fs::path(data_dir).lexically_normal().string();
+  for (const std::string& prov : {data_dir + "/provenance.json", opt.data + "/provenance.json"})
+    if (fs::exists(prov)) {
+      manifest["provenance"] = load_json_file(prov);
+      break;
+    }
+
+  std::vector<Mlp> mlps;
+  std::string dump = "key,part,shape,measured_s,predicted_s\n";
+  std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "predictor", "train", "heldout", "train", "heldout", "heldout", "heldout");
+  std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "", "rows", "rows", "MAPE", "MAPE", "median", "max");
+  for (const auto& [key, samples] : by_key) {
+    std::vector<const Sample*> train, held;
+    for (const auto& s : samples) (is_heldout(s.kernel) ? held : train).push_back(&s);
+    if (static_cast<int>(train.size()) < opt.min_rows) {
+      std::printf("%-30s %7zu %7zu  skipped: fewer than %d training rows\n", key.c_str(), train.size(), held.size(), opt.min_rows);
+      continue;
+    }
+    Mlp m = train_one(key, train, gpu.sm_count, base, opt, hidden);
+    auto measured = [](const std::vector<const Sample*>& v) {
+      std::vector<double> t;
+      for (const Sample* s : v) t.push_back(s->time_s);
+      return t;
+    };
+    auto p_train = predict_with(m, train, gpu.sm_count, base), p_held = predict_with(m, held, gpu.sm_count, base);
+    ErrorStats tr = error_stats(p_train, measured(train));
+    ErrorStats ho = error_stats(p_held, measured(held));
+    if (!opt.dump.empty()) {
+      auto rows = [&](const char* part, const std::vector<const Sample*>& v, const std::vector<double>& p) {
+        for (size_t i = 0; i < v.size(); ++i) {
+          std::string shape;
+          for (size_t f = 0; f < kernel_shape_fields(v[i]->kernel.kind).size(); ++f) shape += (f ? " " : "") + std::to_string(v[i]->kernel.shape[f]);
+          char b[96];
+          std::snprintf(b, sizeof b, ",%.4g,%.4g\n", v[i]->time_s, p[i]);
+          dump += key + "," + part + "," + shape + b;
+        }
+      };
+      rows("train", train, p_train);
+      rows("heldout", held, p_held);
+    }
+    const double target = (key.rfind("conv2d/", 0) == 0 || key.rfind("gemm/", 0) == 0) ? opt.target_matmul : opt.target_vector;
+    m.heldout = to_json(ho);
+    m.heldout["train_rows"] = tr.rows;
+    m.heldout["train_mape"] = tr.mape;
+    std::printf("%-30s %7zu %7zu %8.2f%% %8.2f%% %8.2f%% %8.1f%%\n", key.c_str(), tr.rows, ho.rows, 100 * tr.mape, 100 * ho.mape,
+                100 * ho.median_ape, 100 * ho.max_ape);
+    std::fflush(stdout);
+    if (ho.rows == 0 || ho.mape > target) {
+      std::printf("%-30s not written: held-out MAPE above its %.0f%% target (kernels fall back to the roofline)\n", key.c_str(), 100 * target);
+      continue;
+    }
+    mlps.push_back(std::move(m));
+  }
+  if (mlps.empty()) throw InputError(data_dir, "no kernel kind had enough rows to train a predictor");
+  write_predictors(opt.out, manifest, mlps);
+  if (!opt.dump.empty()) write_file_atomic(opt.dump, dump);
+  std::printf("wrote %zu predictors to %s\n", mlps.size(), opt.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "dtsim train-predictors: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtsim train-predictors: internal error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,151 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "common/error.hpp"
+#include "helpers.hpp"
+#include "kernels_mlp/dataset.hpp"
+#include "kernels_mlp/features.hpp"
+#include "kernels_mlp/mlp.hpp"
+#include "kernels_mlp/mlp_model.hpp"
+#include "roofline/impl/roofline_model.hpp"
+
+using namespace dtsim;
+using namespace dtsim::mlp;
+namespace fs = std::filesystem;
+
+TEST_CASE("features: one value per name for every kernel the zoo lowers to") {
+  GpuSpec gpu = load_gpu("h100-sxm");
+  Baseline base = baseline_of(gpu);
+  for (const char* m : {"resnet50", "googlenet", "alexnet"})
+    for (Precision p : {Precision::FP32, Precision::BF16}) {
+      auto ks = lower_iteration(load_model(m), 8, p);
+      for (const auto* list : {&ks.forward, &ks.backward, &ks.update})
+        for (const auto& k : *list) {
+          std::vector<double> f;
+          features(k, gpu.sm_count, base, f);
+          REQUIRE(f.size() == feature_names(k.kind).size());
+          for (double x : f) REQUIRE(std::isfinite(x));
+        }
+    }
+}
+
+TEST_CASE("predictor keys follow the harness's math modes") {
+  auto ks = lower_iteration(load_model("resnet18"), 4, Precision::FP32);
+  CHECK(predictor_key(ks.forward[0]) == "conv2d/fwd/fp32");  // TF32 convolutions are PyTorch's fp32
+  bool saw_pool = false;
+  for (const auto& k : ks.forward)
+    if (k.kind == KernelKind::Pool) {
+      saw_pool = true;
+      CHECK((predictor_key(k) == "pool/fwd/fp32/max" || predictor_key(k) == "pool/fwd/fp32/avg"));
+    }
+  CHECK(saw_pool);
+  auto tf = lower_iteration(load_model("resnet18"), 4, Precision::TF32);
+  for (const auto& k : tf.forward)
+    if (k.kind == KernelKind::Gemm) CHECK(predictor_key(k).empty());  // no TF32 matmul data: roofline
+}
+
+TEST_CASE("datasets: harness CSV rows become kernels costed like lowered ones") {
+  auto conv = read_kernel_csv(std::string(DTSIM_TEST_DATA) + "/kernels/conv2d.csv");
+  REQUIRE(conv.size() == 2);
+  CHECK(conv[0].key == "conv2d/fwd/fp32");
+  CHECK(conv[0].kernel.math == MathMode::TF32);
+  CHECK(conv[1].key == "conv2d/bwd_data/bf16");
+  CHECK(conv[0].time_s == Approx(1e-4));
+  // Same FLOPs as resnet's 3x3 64->64 convolution at batch 32.
+  CHECK(conv[0].kernel.flops == Approx(2.0 * 32 * 64 * 56 * 56 * 64 * 9));
+  auto gemm = read_kernel_csv(std::string(DTSIM_TEST_DATA) + "/kernels/gemm.csv");
+  REQUIRE(gemm.size() == 2);
+  auto lowered = lower_iteration(load_model("resnet50"), 32, Precision::FP32);
+  const KernelDesc* fc_fwd = nullptr;
+  for (const auto& k : lowered.forward)
+    if (k.kind == KernelKind::Gemm) fc_fwd = &k;
+  REQUIRE(fc_fwd);
+  CHECK(gemm[0].kernel.shape == fc_fwd->shape);
+  CHECK(gemm[0].kernel.bytes == Approx(fc_fwd->bytes));
+  CHECK(shape_hash(gemm[0].kernel) == shape_hash(gemm[1].kernel));  // one layer, whatever the pass
+}
+
+TEST_CASE("datasets: malformed files are input errors naming file and line") {
+  std::string dir = (fs::temp_directory_path() / ("dtsim_mlp_bad_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  std::ofstream(dir + "/a.csv") << "kind,pass,math_mode,time_median_s,elements,op\nactivation,fwd,fp32,abc,100,relu\n";
+  CHECK_THROWS_WITH(read_kernel_csv(dir + "/a.csv"), Catch::Matchers::Contains("a.csv:2") && Catch::Matchers::Contains("time_median_s"));
+  std::ofstream(dir + "/b.csv") << "kind,pass,time_median_s\n";
+  CHECK_THROWS_WITH(read_kernel_csv(dir + "/b.csv"), Catch::Matchers::Contains("math_mode"));
+  std::ofstream(dir + "/c.csv") << "kind,pass,math_mode,time_median_s,elements,op\nactivation,fwd,fp64,1e-5,100,relu\n";
+  CHECK_THROWS_WITH(read_kernel_csv(dir + "/c.csv"), Catch::Matchers::Contains("fp64"));
+  fs::remove_all(dir);
+}
+
+// A two-layer network with known weights: out = w2 . relu(W1 x' + b1) + b2 on standardised x'.
+static Mlp tiny_mlp(const std::string& key, KernelKind kind) {
+  Mlp m;
+  m.key = key;
+  m.feature_names = feature_names(kind);
+  const Eigen::Index n = static_cast<Eigen::Index>(m.feature_names.size());
+  m.feature_mean = Eigen::VectorXf::Zero(n);
+  m.feature_std = Eigen::VectorXf::Ones(n);
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w1 = Eigen::MatrixXf::Zero(2, n);
+  w1(0, 0) = 0.5f;   // relu(0.5 * feature 0)
+  w1(1, 0) = -1.0f;  // relu(-feature 0) = 0 for positive features
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w2(1, 2);
+  w2 << 0.1f, 3.0f;
+  m.weights = {w1, w2};
+  m.biases = {Eigen::VectorXf::Zero(2), Eigen::VectorXf::Constant(1, 0.25f)};
+  m.target_mean = 0.0f;
+  m.target_std = 1.0f;
+  m.heldout = Json{{"mape", 0.0}};
+  return m;
+}
+
+TEST_CASE("MLP inference: known weights, written and read back") {
+  std::string root = (fs::temp_directory_path() / ("dtsim_mlp_" + std::to_string(::getpid()))).string();
+  GpuSpec gpu = load_gpu("h100-sxm");
+  Baseline base = baseline_of(gpu);
+  Json manifest{{"format", 1}, {"gpu", "h100-sxm"}, {"baseline", baseline_json(base, gpu.sm_count)}};
+  write_predictors(root + "/h100-sxm", manifest, {tiny_mlp("add/fwd/fp32", KernelKind::Add)});
+  PredictorSet set = load_predictors(root + "/h100-sxm");
+  REQUIRE(set.find("add/fwd/fp32"));
+  KernelDesc k{KernelKind::Add, Pass::Fwd, MathMode::FP32, -1, {1 << 20, 2}, "", 0, 0};
+  set_cost(k);
+  std::vector<double> t;
+  set.predict({k}, t);
+  // feature 0 of an add is log2(elements) = 20: out = 0.1 * relu(10) + 3 * relu(-20) + 0.25 = 1.25.
+  CHECK(t[0] == Approx(base.seconds(k) * std::exp(1.25)).epsilon(1e-5));
+  KernelDesc uncovered = k;
+  uncovered.kind = KernelKind::Concat;
+  set.predict({uncovered}, t);
+  CHECK(std::isnan(t[0]));
+
+  // The compute model: the measured GPU's own predictor, and the roofline ratio elsewhere.
+  ::setenv("DTSIM_PREDICTOR_DIR", root.c_str(), 1);
+  MlpComputeModel on_h100(gpu);
+  CHECK(on_h100.covers(k));
+  CHECK(on_h100.time(k).seconds == Approx(base.seconds(k) * std::exp(1.25)).epsilon(1e-5));
+  GpuSpec h200 = load_gpu("h200-sxm");
+  MlpComputeModel on_h200(h200);
+  CHECK(on_h200.note().find("scaled") != std::string::npos);
+  double ratio = RooflineModel(h200).time(k).seconds / RooflineModel(gpu).time(k).seconds;
+  CHECK(ratio < 1);  // H200 moves bytes faster
+  CHECK(on_h200.time(k).seconds == Approx(on_h100.time(k).seconds * ratio).epsilon(1e-5));
+  // A kernel without a predictor falls back to the target's roofline.
+  CHECK(on_h200.time(uncovered).seconds == Approx(RooflineModel(h200).time(uncovered).seconds));
+  ::unsetenv("DTSIM_PREDICTOR_DIR");
+  fs::remove_all(root);
+}
+
+TEST_CASE("predictor folders: malformed manifests are input errors") {
+  std::string dir = (fs::temp_directory_path() / ("dtsim_mlp_manifest_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  std::ofstream(dir + "/manifest.json") << R"({"gpu":"x","predictors":[]})";
+  std::ofstream(dir + "/weights.bin") << "";
+  CHECK_THROWS_AS(load_predictors(dir), InputError);
+  fs::remove(dir + "/weights.bin");
+  CHECK_THROWS_WITH(load_predictors(dir), Catch::Matchers::Contains("weights.bin"));
+  fs::remove_all(dir);
+}
