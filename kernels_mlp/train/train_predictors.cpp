@@ -24,6 +24,8 @@
 #include "kernels_mlp/dataset.hpp"
 #include "kernels_mlp/features.hpp"
 #include "kernels_mlp/mlp.hpp"
+#include "kernels_mlp/mlp_model.hpp"
+#include "roofline/impl/roofline_model.hpp"
 #include "model/model_json.hpp"
 #include "roofline/gpu_spec.hpp"
 
@@ -46,6 +48,7 @@ struct Options {
   // Held-out targets (issue 4): a predictor that misses its target is reported and not written, so
   // that such kernels fall back to the roofline rather than to a predictor known to be worse.
   double target_matmul = 0.10, target_vector = 0.15;
+  bool evaluate = false;  // no training: score the shipped predictors on --data measured on --gpu
 };
 
 struct ErrorStats {
@@ -173,11 +176,45 @@ Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, i
   return m;
 }
 
+// Every row of another GPU's data through the shipped predictors (scaled by the roofline ratio when
+// they were measured elsewhere), beside the plain roofline's error on the same rows.
+int evaluate(const std::map<std::string, std::vector<Sample>>& by_key, const GpuSpec& gpu) {
+  MlpComputeModel model(gpu);
+  RooflineModel roof(gpu);
+  std::printf("%s\n", model.note().c_str());
+  std::printf("%-30s %7s %9s %9s %9s %9s\n", "predictor", "rows", "MAPE", "median", "bias", "roofline");
+  double sum = 0;
+  size_t n = 0;
+  for (const auto& [key, samples] : by_key) {
+    std::vector<KernelDesc> ks;
+    std::vector<double> measured, roofline;
+    for (const auto& s : samples) {
+      if (!model.covers(s.kernel)) break;
+      ks.push_back(s.kernel);
+      measured.push_back(s.time_s);
+      roofline.push_back(roof.time(s.kernel).seconds);
+    }
+    if (ks.empty()) continue;
+    std::vector<KernelTime> t;
+    model.times(ks, t);
+    std::vector<double> predicted;
+    for (const auto& x : t) predicted.push_back(x.seconds);
+    ErrorStats e = error_stats(predicted, measured), r = error_stats(roofline, measured);
+    double bias = 0;  // mean signed error: positive when predictions are too slow
+    for (size_t i = 0; i < measured.size(); ++i) bias += (predicted[i] - measured[i]) / measured[i] / measured.size();
+    std::printf("%-30s %7zu %8.2f%% %8.2f%% %+8.2f%% %8.2f%%\n", key.c_str(), e.rows, 100 * e.mape, 100 * e.median_ape, 100 * bias, 100 * r.mape);
+    sum += e.mape * e.rows;
+    n += e.rows;
+  }
+  if (n) std::printf("all covered rows: %zu, MAPE %.2f%%\n", n, 100 * sum / n);
+  return 0;
+}
+
 int run(int argc, char** argv) {
   Options opt;
   CLI::App app{"dtsim train-predictors: trains MLP kernel-time predictors on measured kernel datasets (LibTorch, CPU)"};
   app.add_option("--data", opt.data, "Measured data folder, e.g. validation/data/h100-sxm (its kernels/ subfolder is used if present)")->required();
-  app.add_option("--out", opt.out, "Output predictor folder, e.g. kernels_mlp/pretrained/h100-sxm")->required();
+  app.add_option("--out", opt.out, "Output predictor folder, e.g. kernels_mlp/pretrained/h100-sxm");
   app.add_option("--gpu", opt.gpu, "GPU name (configs/gpus/NAME.json); default: the data folder's name");
   app.add_option("--seed", opt.seed, "Random seed")->capture_default_str();
   app.add_option("--steps", opt.steps, "Optimizer steps per predictor")->check(CLI::Range(1, 1000000))->capture_default_str();
@@ -187,6 +224,9 @@ int run(int argc, char** argv) {
   app.add_option("--files", opt.files, "Comma-separated CSV files of the data folder to use (default: all)");
   app.add_option("--target-matmul", opt.target_matmul, "Held-out MAPE a conv2d/gemm predictor must meet to be written")->capture_default_str();
   app.add_option("--target-vector", opt.target_vector, "Held-out MAPE other predictors must meet to be written")->capture_default_str();
+  app.add_flag("--evaluate", opt.evaluate,
+               "Score the shipped predictors (kernels_mlp/pretrained, or $DTSIM_PREDICTOR_DIR) on all rows of --data measured on --gpu, "
+               "e.g. H100 predictors on H200 data; --out is ignored");
   app.add_option("--dump", opt.dump, "Write every row's measured and predicted time to this CSV");
   app.add_option("--min-rows", opt.min_rows, "Fewest training rows a predictor needs")->check(CLI::Range(2, 1000000))->capture_default_str();
   try {
@@ -232,6 +272,9 @@ int run(int argc, char** argv) {
     }
   }
   if (by_key.empty()) throw InputError(data_dir, "no kernel rows to train on (expected the harness's CSVs)");
+
+  if (opt.evaluate) return evaluate(by_key, gpu);
+  if (opt.out.empty()) throw InputError("--out", "required when training");
 
   Json manifest;
   manifest["format"] = 1;
