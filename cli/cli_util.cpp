@@ -23,6 +23,8 @@ void TrainingFlags::add_to(CLI::App* c) {
   c->add_option("--algo", algo, "All-reduce algorithm")->capture_default_str();
   c->add_option("--compute-model", compute_model, "Kernel times: auto (measured MLP predictors where shipped, else roofline), mlp, roofline")
       ->capture_default_str();
+  c->add_option("--framework", framework, "Framework profile for host costs: harness, pytorch (configs/frameworks) or a JSON file")
+      ->capture_default_str();
   c->add_flag("--no-overlap", no_overlap, "All-reduce gradients after the backward pass instead of overlapping");
   c->add_option("--format", format, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
   c->add_option("--out", out, "Write the output to FILE (atomically) instead of stdout");

@@ -2,6 +2,7 @@
 #include "cli/study_flags.hpp"
 #include "common/error.hpp"
 #include "common/output.hpp"
+#include "model/framework.hpp"
 #include "model/model_json.hpp"
 #include "model/report.hpp"
 #include "model/trace.hpp"
@@ -29,7 +30,7 @@ class PredictCommand : public Command {
 
   int run() override {
     Graph g = flags_.load_model(model_, batch_);
-    ClusterSpec c = load_cluster(flags_.cluster);
+    ClusterSpec c = apply_framework(load_cluster(flags_.cluster), load_framework(flags_.framework));
     if (cluster_nodes_) {
       if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
       c.nodes = static_cast<int>(cluster_nodes_);

@@ -36,6 +36,7 @@ struct TrainingFlags {
   std::string precision = "fp32";
   std::string algo = "ring";
   std::string compute_model = "auto";
+  std::string framework = "pytorch";  // host costs: configs/frameworks/NAME.json or a file
   std::string format = "table";
   std::string out;
   bool no_overlap = false;

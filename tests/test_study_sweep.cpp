@@ -141,7 +141,7 @@ TEST_CASE("what-ifs change the cluster as asked") {
 }
 
 TEST_CASE("cli: sweep with what-if flags, nodes, training and every format") {
-  auto r = run_dtsim("sweep --model resnet18 --gpus 1..16:x4 --batch-per-gpu 32 --flops-scale 1,4 --format json");
+  auto r = run_dtsim("sweep --model resnet18 --gpus 1..16:x4 --batch-per-gpu 32 --flops-scale 1,4 --framework harness --format json");
   REQUIRE(r.code == 0);
   Json j = Json::parse(r.out);
   REQUIRE(j.size() == 3 * 2);

@@ -1,0 +1,62 @@
+#include "model/framework.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "common/json_util.hpp"
+#include "model/model_json.hpp"
+
+namespace dtsim {
+namespace fs = std::filesystem;
+
+FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
+  JsonObject o(doc, what, "$");
+  FrameworkProfile f;
+  f.file = what;
+  f.name = o.str("name");
+  f.launch_overhead_s = o.number("launch_overhead_s", 0.0, 1.0);
+  f.iteration_overhead_s = o.number("iteration_overhead_s", 0.0, 10.0);
+  o.str_or("description", "");
+  if (o.has("sources")) {
+    const Json& s = o.raw("sources");
+    if (!s.is_object()) o.fail("sources", "must be an object");
+  }
+  if (o.has("fit")) {
+    const Json& s = o.raw("fit");
+    if (!s.is_object()) o.fail("fit", "must be an object");
+  }
+  o.reject_unknown();
+  return f;
+}
+
+std::vector<std::string> framework_presets() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(config_dir() + "/frameworks", ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+FrameworkProfile load_framework(const std::string& name_or_path) {
+  std::string path = name_or_path;
+  if (path.find('/') == std::string::npos && (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)) {
+    path = config_dir() + "/frameworks/" + name_or_path + ".json";
+    if (!fs::exists(path)) {
+      std::string known;
+      for (const auto& n : framework_presets()) known += (known.empty() ? "" : ", ") + n;
+      throw InputError("--framework", "unknown framework profile '" + name_or_path + "' (known: " + known + ")");
+    }
+  }
+  return parse_framework(load_json_file(path), path);
+}
+
+ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f) {
+  c.framework.name = f.name;
+  c.framework.launch_overhead_s = f.launch_overhead_s;
+  c.framework.iteration_overhead_s = f.iteration_overhead_s;
+  return c;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,29 @@
+#pragma once
+// Framework profiles (configs/frameworks/NAME.json): the host costs of the program that drives
+// training, measured from runs (DESIGN §3): the time to issue one kernel and the fixed time of one
+// iteration. A profile overrides the cluster's framework section; buckets and overlap stay the
+// cluster's (or the run's, in validation).
+#include <string>
+#include <vector>
+
+#include "network/cluster.hpp"
+
+namespace dtsim {
+
+struct FrameworkProfile {
+  std::string name;
+  std::string file;
+  double launch_overhead_s = 0;
+  double iteration_overhead_s = 0;
+};
+
+// A profile name (configs/frameworks/NAME.json) or a path to a .json file; strict reading,
+// InputError naming the file, the JSON path and the rule.
+FrameworkProfile load_framework(const std::string& name_or_path);
+FrameworkProfile parse_framework(const Json& doc, const std::string& what);
+std::vector<std::string> framework_presets();
+
+// The cluster with the profile's host costs in its framework section.
+ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f);
+
+}  // namespace dtsim

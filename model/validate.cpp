@@ -1,0 +1,331 @@
+#include "model/validate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/output.hpp"
+#include "model/framework.hpp"
+#include "model/model_json.hpp"
+#include "model/predict.hpp"
+
+namespace dtsim {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The GPU preset (configs/gpus, configs/clusters) of a device name as NVML / PyTorch report it.
+std::string gpu_preset(const std::string& name) {
+  const std::pair<const char*, const char*> known[] = {{"H200", "h200-sxm"}, {"H100", "h100-sxm"}, {"A100", "a100-sxm"}, {"V100", "v100-sxm2"}};
+  std::string upper = name;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (const auto& [key, preset] : known)
+    if (upper.find(key) != std::string::npos) return preset;
+  return "";
+}
+
+std::string scalar_text(const Json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number_integer()) return std::to_string(j.get<int64_t>());
+  if (j.is_number()) return fmt_sig(j.get<double>());
+  return "";
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string pct(double e) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << (e >= 0 ? "+" : "") << 100.0 * e << "%";
+  return s.str();
+}
+
+std::string pct_abs(double e) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << 100.0 * e << "%";
+  return s.str();
+}
+
+std::string ms(double s) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(3);
+  o << 1e3 * s;
+  return o.str();
+}
+
+}  // namespace
+
+std::string run_label(const MeasuredRun& r) { return fs::path(r.file).stem().string(); }
+
+MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
+  JsonObject o(doc, what, "$");
+  MeasuredRun r;
+  r.file = what;
+  const std::string schema = o.str("schema");
+  if (schema != "dtsim-measured-run/1") o.fail("schema", "must be \"dtsim-measured-run/1\", got \"" + schema + "\"");
+  r.source = o.str("source");
+  r.framework = o.str("framework");
+  if (r.framework != "harness" && r.framework != "pytorch") o.fail("framework", "must be \"harness\" or \"pytorch\", got \"" + r.framework + "\"");
+  r.model = o.str("model");
+  r.gpus = o.integer("gpus", 1, 1 << 20);
+  r.batch_per_gpu = o.integer("batch_per_gpu", 1, kMaxBatchPerGpu);
+  r.precision = o.str("precision");
+  try {
+    parse_precision(r.precision);
+  } catch (const InputError& e) {
+    o.fail("precision", e.rule());
+  }
+  JsonObject ddp = o.object("ddp");
+  r.overlap = ddp.boolean_or("overlap", true);
+  r.first_bucket_bytes = ddp.integer("first_bucket_bytes", 1, int64_t(1) << 40);
+  r.bucket_bytes = ddp.integer("bucket_bytes", 1, int64_t(1) << 40);
+  JsonObject t = o.object("iteration_time_s");
+  r.iteration_s = t.positive("median", 1e6);
+  r.p10_s = t.number_or("p10", r.iteration_s, 0.0, 1e6);
+  r.p90_s = t.number_or("p90", r.iteration_s, 0.0, 1e6);
+
+  JsonObject prov = o.object("provenance");
+  JsonObject gpu = prov.object("gpu");
+  r.gpu_name = gpu.str("name");
+  std::string short_name = gpu.str_or("short_name", "");
+  r.cluster = gpu_preset(short_name.empty() ? r.gpu_name : short_name);
+  if (r.cluster.empty()) gpu.fail("name", "no GPU preset for '" + r.gpu_name + "' (known: H100, H200, A100, V100)");
+  r.date_utc = prov.str_or("date_utc", "");
+  // Versions: the harness keeps them under provenance.software, the PyTorch script at the top.
+  std::vector<std::string> parts;
+  auto add = [&](const std::string& label, const Json& j) {
+    std::string v = scalar_text(j);
+    if (!v.empty()) parts.push_back(label + " " + v);
+  };
+  const Json& pj = doc.at("provenance");
+  const Json& sw = pj.contains("software") && pj.at("software").is_object() ? pj.at("software") : pj;
+  for (const char* k : {"torch", "driver", "cuda_runtime", "cudnn", "cublas", "nccl"})
+    if (sw.contains(k)) add(std::string(k) == "cuda_runtime" ? "CUDA" : k, sw.at(k));
+  if (&sw != &pj && pj.contains("torch")) add("torch", pj.at("torch"));
+  for (size_t i = 0; i < parts.size(); ++i) r.versions += (i ? ", " : "") + parts[i];
+
+  if (o.has("layers")) {
+    const Json& layers = o.raw("layers");
+    if (!layers.is_array()) o.fail("layers", "must be an array");
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      JsonObject l = array_object(layers, i, what, "$.layers");
+      std::string name = l.str("name");
+      std::string pass = l.str("pass");
+      double time = l.number("time_s", 0.0, 1e6);
+      if (pass == "update") continue;  // the optimizer, not a layer
+      auto [it, fresh] = index.emplace(name, r.layers.size());
+      if (fresh) r.layers.push_back({name, 0, 0});
+      MeasuredLayer& m = r.layers[it->second];
+      (pass.rfind("fwd", 0) == 0 ? m.fwd_s : m.bwd_s) += time;
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> measured_run_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  std::set<std::string> seen;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> in_dir;
+      for (const auto& e : fs::directory_iterator(p, ec))
+        if (e.is_regular_file() && e.path().extension() == ".json") in_dir.push_back(e.path().string());
+      std::sort(in_dir.begin(), in_dir.end());
+      if (in_dir.empty()) throw InputError("--measured", "'" + p + "' holds no .json file");
+      for (auto& f : in_dir)
+        if (seen.insert(f).second) files.push_back(f);
+    } else if (fs::is_regular_file(p, ec)) {
+      if (seen.insert(p).second) files.push_back(p);
+    } else {
+      throw InputError("--measured", "'" + p + "' is neither a file nor a folder");
+    }
+  }
+  return files;
+}
+
+ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt) {
+  ValidationRow row;
+  row.run = run;
+  Graph g;
+  try {
+    g = load_model(run.model);
+  } catch (const InputError& e) {
+    throw InputError(run.file + ": $.model", e.rule());
+  }
+  ClusterSpec c = load_cluster(run.cluster);
+  const FrameworkProfile f = load_framework(opt.framework.empty() ? run.framework : opt.framework);
+  c = apply_framework(c, f);
+  c.framework.first_bucket_bytes = run.first_bucket_bytes;
+  c.framework.bucket_bytes = run.bucket_bytes;
+  TrainingConfig cfg;
+  cfg.gpus = run.gpus;
+  cfg.batch_per_gpu = run.batch_per_gpu;
+  cfg.precision = parse_precision(run.precision);
+  cfg.overlap = run.overlap;
+  cfg.compute_model = opt.compute_model;
+  cfg.algo = opt.algo;
+  const Prediction p = predict(g, c, cfg);
+  row.framework_profile = f.name;
+  row.compute_model = p.compute_model;
+  row.predicted_s = p.iteration_s;
+  row.error = (p.iteration_s - run.iteration_s) / run.iteration_s;
+  row.predicted_host_idle_s = p.host_idle_s;
+  row.predicted_exposed_comm_s = p.exposed_comm_s;
+  row.bottleneck = p.bottleneck;
+
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < p.layer_names.size(); ++i) by_name.emplace(p.layer_names[i], i);
+  std::vector<double> abs_errors;
+  for (const auto& m : run.layers) {
+    auto it = by_name.find(m.name);
+    if (it == by_name.end()) continue;  // (iteration), loss helpers: no layer of the model
+    const LayerTimes& lt = p.timeline.layers[it->second];
+    LayerError e{m.name, m.fwd_s, lt.fwd_s, m.bwd_s, lt.bwd_s, 0};
+    double meas = m.fwd_s + m.bwd_s;
+    if (meas > 0) {
+      e.error = (lt.fwd_s + lt.bwd_s - meas) / meas;
+      abs_errors.push_back(std::fabs(e.error));
+    }
+    row.layers.push_back(e);
+  }
+  row.layer_median_abs_error = median_of(abs_errors);
+  return row;
+}
+
+std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs, const ValidationOptions& opt) {
+  std::vector<ValidationRow> rows;
+  rows.reserve(runs.size());
+  for (const auto& r : runs) rows.push_back(validate_run(r, opt));
+  return rows;
+}
+
+std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
+  std::vector<std::string> groups = {"all"};
+  for (const auto& r : rows)
+    if (std::find(groups.begin(), groups.end(), r.run.framework) == groups.end()) groups.push_back(r.run.framework);
+  std::vector<ErrorSummary> out;
+  for (const auto& grp : groups) {
+    ErrorSummary s;
+    s.group = grp;
+    std::vector<double> errs;
+    for (const auto& r : rows) {
+      if (grp != "all" && r.run.framework != grp) continue;
+      double a = std::fabs(r.error);
+      errs.push_back(a);
+      if (a >= s.max_abs) {
+        s.max_abs = a;
+        s.worst = run_label(r.run) + " (" + r.run.framework + ")";
+      }
+    }
+    s.runs = static_cast<int>(errs.size());
+    if (errs.empty()) continue;
+    double sum = 0;
+    for (double e : errs) sum += e;
+    s.mean_abs = sum / errs.size();
+    s.median_abs = median_of(errs);
+    out.push_back(s);
+  }
+  return out;
+}
+
+static std::vector<std::string> row_cells(const ValidationRow& r) {
+  return {run_label(r.run), r.run.framework, r.run.model, std::to_string(r.run.gpus), std::to_string(r.run.batch_per_gpu),
+          r.run.precision, r.run.overlap ? "on" : "off", ms(r.run.iteration_s), ms(r.predicted_s), pct(r.error),
+          r.layers.empty() ? "-" : pct_abs(r.layer_median_abs_error), r.bottleneck};
+}
+
+static const std::vector<std::string> kHeader = {"run", "framework", "model", "gpus", "batch", "precision", "overlap",
+                                                 "measured_ms", "predicted_ms", "error", "layer_median_abs_error", "predicted_bound"};
+
+std::string validation_table(const std::vector<ValidationRow>& rows, bool layers) {
+  Table t{kHeader, {}};
+  for (const auto& r : rows) t.rows.push_back(row_cells(r));
+  std::string text = t.to_text();
+  if (layers) {
+    for (const auto& r : rows) {
+      if (r.layers.empty()) continue;
+      Table lt{{"layer", "measured_fwd_ms", "predicted_fwd_ms", "measured_bwd_ms", "predicted_bwd_ms", "error"}, {}};
+      for (const auto& l : r.layers)
+        lt.rows.push_back({l.name, ms(l.measured_fwd_s), ms(l.predicted_fwd_s), ms(l.measured_bwd_s), ms(l.predicted_bwd_s), pct(l.error)});
+      text += "\nLayers of " + run_label(r.run) + ":\n" + lt.to_text();
+    }
+  }
+  text += "\nSummary (absolute error of the iteration time):\n";
+  Table s{{"runs", "group", "mean", "median", "max", "worst"}, {}};
+  for (const auto& e : summarize(rows))
+    s.rows.push_back({std::to_string(e.runs), e.group, pct_abs(e.mean_abs), pct_abs(e.median_abs), pct_abs(e.max_abs), e.worst});
+  return text + s.to_text();
+}
+
+std::string validation_csv(const std::vector<ValidationRow>& rows) {
+  Table t{kHeader, {}};
+  for (const auto& r : rows) {
+    auto cells = row_cells(r);
+    cells[7] = fmt_sig(r.run.iteration_s * 1e3, 6);
+    cells[8] = fmt_sig(r.predicted_s * 1e3, 6);
+    cells[9] = fmt_sig(r.error, 4);
+    cells[10] = r.layers.empty() ? "" : fmt_sig(r.layer_median_abs_error, 4);
+    t.rows.push_back(cells);
+  }
+  return t.to_csv();
+}
+
+Json validation_json(const std::vector<ValidationRow>& rows) {
+  Json out;
+  out["runs"] = Json::array();
+  for (const auto& r : rows) {
+    Json j;
+    j["file"] = r.run.file;
+    j["source"] = r.run.source;
+    j["framework"] = r.run.framework;
+    j["framework_profile"] = r.framework_profile;
+    j["compute_model"] = r.compute_model;
+    j["model"] = r.run.model;
+    j["gpu"] = r.run.gpu_name;
+    j["cluster"] = r.run.cluster;
+    j["gpus"] = r.run.gpus;
+    j["batch_per_gpu"] = r.run.batch_per_gpu;
+    j["precision"] = r.run.precision;
+    j["overlap"] = r.run.overlap;
+    j["measured_s"] = r.run.iteration_s;
+    j["measured_p10_s"] = r.run.p10_s;
+    j["measured_p90_s"] = r.run.p90_s;
+    j["predicted_s"] = r.predicted_s;
+    j["error"] = r.error;
+    j["predicted_bound"] = r.bottleneck;
+    j["predicted_host_idle_s"] = r.predicted_host_idle_s;
+    j["predicted_exposed_comm_s"] = r.predicted_exposed_comm_s;
+    j["versions"] = r.run.versions;
+    j["date_utc"] = r.run.date_utc;
+    Json layers = Json::array();
+    for (const auto& l : r.layers)
+      layers.push_back({{"name", l.name}, {"measured_fwd_s", l.measured_fwd_s}, {"predicted_fwd_s", l.predicted_fwd_s},
+                        {"measured_bwd_s", l.measured_bwd_s}, {"predicted_bwd_s", l.predicted_bwd_s}, {"error", l.error}});
+    j["layers"] = layers;
+    if (!r.layers.empty()) j["layer_median_abs_error"] = r.layer_median_abs_error;
+    out["runs"].push_back(j);
+  }
+  out["summary"] = Json::array();
+  for (const auto& e : summarize(rows))
+    out["summary"].push_back({{"group", e.group}, {"runs", e.runs}, {"mean_abs_error", e.mean_abs}, {"median_abs_error", e.median_abs},
+                              {"max_abs_error", e.max_abs}, {"worst", e.worst}});
+  return out;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,79 @@
+#pragma once
+// Prediction against measurement (`dtsim validate`): each measured run (validation/README.md,
+// schema "dtsim-measured-run/1") is predicted in its own configuration (model, GPUs, batch per GPU,
+// precision, overlap, DDP bucket sizes, the GPU it ran on, the framework profile of the program that
+// ran it) and compared: iteration time, signed error, per-layer errors where the run has them, and
+// summary statistics of the absolute errors.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/json_util.hpp"
+
+namespace dtsim {
+
+struct MeasuredLayer {
+  std::string name;
+  double fwd_s = 0, bwd_s = 0;  // summed over the layer's kernels of each direction
+};
+
+struct MeasuredRun {
+  std::string file, source, framework, model, gpu_name, cluster;
+  std::string precision;
+  int64_t gpus = 1, batch_per_gpu = 1;
+  bool overlap = true;
+  int64_t first_bucket_bytes = 0, bucket_bytes = 0;
+  double iteration_s = 0, p10_s = 0, p90_s = 0;
+  std::vector<MeasuredLayer> layers;
+  std::string versions;  // one line: driver, CUDA/cuDNN/NCCL, torch, as the provenance has them
+  std::string date_utc;
+};
+
+// Strict reading of the fields validation needs (InputError naming the file, the JSON path and the rule).
+MeasuredRun parse_measured_run(const Json& doc, const std::string& what);
+// A file, or every *.json of a folder (sorted); paths may repeat (each one given once).
+std::vector<std::string> measured_run_files(const std::vector<std::string>& paths);
+
+struct LayerError {
+  std::string name;
+  double measured_fwd_s = 0, predicted_fwd_s = 0, measured_bwd_s = 0, predicted_bwd_s = 0;
+  double error = 0;  // (predicted - measured) / measured of fwd + bwd
+};
+
+struct ValidationRow {
+  MeasuredRun run;
+  std::string framework_profile, compute_model;
+  double predicted_s = 0;
+  double error = 0;  // signed: (predicted - measured) / measured
+  double predicted_host_idle_s = 0, predicted_exposed_comm_s = 0;
+  std::string bottleneck;
+  std::vector<LayerError> layers;
+  double layer_median_abs_error = 0;  // over the layers with a measurement; 0 when none
+};
+
+struct ErrorSummary {
+  std::string group;  // "all", or a framework name
+  int runs = 0;
+  double mean_abs = 0, median_abs = 0, max_abs = 0;
+  std::string worst;  // the run with the largest absolute error
+};
+
+struct ValidationOptions {
+  std::string framework;  // profile name or file; empty: each run's own framework
+  std::string compute_model = "auto";
+  std::string algo = "auto";
+};
+
+ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt);
+std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs, const ValidationOptions& opt);
+// Overall first, then one per framework present.
+std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows);
+
+std::string validation_table(const std::vector<ValidationRow>& rows, bool layers);
+std::string validation_csv(const std::vector<ValidationRow>& rows);
+Json validation_json(const std::vector<ValidationRow>& rows);
+
+// The run's short name: its file name without folder and extension.
+std::string run_label(const MeasuredRun& r);
+
+}  // namespace dtsim

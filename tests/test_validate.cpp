@@ -1,0 +1,178 @@
+// dtsim validate (model/validate.hpp) and the framework profiles (model/framework.hpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.hpp"
+#include "model/framework.hpp"
+#include "model/validate.hpp"
+
+using namespace dtsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A measured run of the tiny test model, as the harness would write it (only the fields read).
+Json synthetic_run() {
+  return Json::parse(R"J({
+    "schema": "dtsim-measured-run/1", "source": "dtsim-harness", "framework": "harness",
+    "model": ")J" + std::string(DTSIM_TEST_DATA) + R"J(/tiny.json",
+    "gpus": 1, "batch_per_gpu": 8, "precision": "fp32",
+    "ddp": {"overlap": true, "bucket_bytes": 26214400, "first_bucket_bytes": 1048576},
+    "iteration_time_s": {"median": 0.001, "p10": 0.0009, "p90": 0.0011},
+    "provenance": {"gpu": {"name": "NVIDIA H200", "short_name": "h200-sxm"}, "software": {"driver": "580", "cudnn": "9.19.0"}},
+    "layers": [{"name": "conv1", "pass": "fwd", "time_s": 1e-5}, {"name": "conv1", "pass": "bwd_data", "time_s": 1e-5},
+               {"name": "conv1", "pass": "bwd_filter", "time_s": 1e-5}, {"name": "(iteration)", "pass": "update", "time_s": 1e-5}]
+  })J");
+}
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CliResult dtsim_cli(const std::string& args) {
+  std::string base = (fs::temp_directory_path() / ("dtsim_val_" + std::to_string(::getpid()))).string();
+  std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err </dev/null";
+  int status = std::system(cmd.c_str());
+  CliResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
+  fs::remove(base + ".out");
+  fs::remove(base + ".err");
+  return r;
+}
+
+const std::string kRuns = std::string(DTSIM_SOURCE_DIR) + "/validation/data/h200-sxm";
+
+}  // namespace
+
+TEST_CASE("framework profiles: the shipped files parse, with measured host costs") {
+  auto names = framework_presets();
+  REQUIRE(std::find(names.begin(), names.end(), "harness") != names.end());
+  REQUIRE(std::find(names.begin(), names.end(), "pytorch") != names.end());
+  FrameworkProfile h = load_framework("harness"), p = load_framework("pytorch");
+  CHECK(h.name == "harness");
+  CHECK(p.name == "pytorch");
+  // Eager PyTorch issues kernels more slowly than a C++ loop.
+  CHECK(p.launch_overhead_s > h.launch_overhead_s);
+  ClusterSpec c = apply_framework(load_cluster("h200-sxm"), p);
+  CHECK(c.framework.launch_overhead_s == p.launch_overhead_s);
+  CHECK(c.framework.iteration_overhead_s == p.iteration_overhead_s);
+  CHECK(c.framework.bucket_bytes == 25 << 20);  // buckets stay the cluster's
+  CHECK_THROWS_AS(load_framework("tensorflow"), InputError);
+  CHECK_THROWS_WITH(parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":-1,"iteration_overhead_s":0})"), "f.json"),
+                    Catch::Contains("$.launch_overhead_s"));
+  CHECK_THROWS_WITH(parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":0,"iteration_overhead_s":0,"lauch":1})"), "f.json"),
+                    Catch::Contains("lauch"));
+}
+
+TEST_CASE("validate: a synthetic run is predicted in its configuration") {
+  MeasuredRun r = parse_measured_run(synthetic_run(), "tiny_run.json");
+  CHECK(r.cluster == "h200-sxm");
+  CHECK(r.iteration_s == 0.001);
+  REQUIRE(r.layers.size() == 1);  // conv1; the update pass is no layer
+  CHECK(r.layers[0].fwd_s == Approx(1e-5));
+  CHECK(r.layers[0].bwd_s == Approx(2e-5));
+  ValidationRow row = validate_run(r, {});
+  CHECK(row.framework_profile == "harness");
+  CHECK(row.predicted_s > 0);
+  CHECK(row.error == Approx((row.predicted_s - 0.001) / 0.001));
+  REQUIRE(row.layers.size() == 1);  // only layers the model has
+  CHECK(row.layers[0].name == "conv1");
+
+  // The summary: mean, median and max of the absolute errors.
+  ValidationRow a = row, b = row, c = row;
+  a.error = 0.1, b.error = -0.3, c.error = 0.2;
+  auto s = summarize({a, b, c});
+  REQUIRE(s.size() == 2);  // all, harness
+  CHECK(s[0].group == "all");
+  CHECK(s[0].mean_abs == Approx(0.2));
+  CHECK(s[0].median_abs == Approx(0.2));
+  CHECK(s[0].max_abs == Approx(0.3));
+
+  // Another profile changes the host costs only.
+  ValidationOptions opt;
+  opt.framework = "pytorch";
+  CHECK(validate_run(r, opt).framework_profile == "pytorch");
+}
+
+TEST_CASE("validate: bad measured runs name the file, the JSON path and the rule") {
+  auto bad = [](const std::function<void(Json&)>& edit, const std::string& must_mention) {
+    Json j = synthetic_run();
+    edit(j);
+    INFO(must_mention);
+    CHECK_THROWS_WITH(parse_measured_run(j, "bad.json"), Catch::Contains("bad.json") && Catch::Contains(must_mention));
+  };
+  bad([](Json& j) { j["schema"] = "other/2"; }, "$.schema");
+  bad([](Json& j) { j["iteration_time_s"].erase("median"); }, "$.iteration_time_s.median");
+  bad([](Json& j) { j["iteration_time_s"]["median"] = -1; }, "$.iteration_time_s.median");
+  bad([](Json& j) { j["gpus"] = 0; }, "$.gpus");
+  bad([](Json& j) { j["precision"] = "fp8"; }, "$.precision");
+  bad([](Json& j) { j["framework"] = "jax"; }, "$.framework");
+  bad([](Json& j) { j["provenance"]["gpu"] = {{"name", "Radeon"}}; }, "$.provenance.gpu.name");
+  bad([](Json& j) { j["layers"][1]["time_s"] = "fast"; }, "$.layers[1].time_s");
+  CHECK_THROWS_AS(measured_run_files({"/nonexistent/dtsim"}), InputError);
+}
+
+TEST_CASE("cli: validate a committed run, the summary last, exit 0") {
+  const std::string run = kRuns + "/runs/alexnet_b16_1gpu_fp32.json";
+  auto r = dtsim_cli("validate --measured " + run);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("alexnet_b16_1gpu_fp32") != std::string::npos);
+  auto summary = r.out.rfind("Summary");
+  REQUIRE(summary != std::string::npos);
+  CHECK(r.out.find("alexnet_b16_1gpu_fp32", summary) != std::string::npos);  // the worst run, in the summary
+  auto j = dtsim_cli("validate --format json --measured " + run + " --measured " + kRuns + "/pytorch/alexnet_b16_1gpu_fp32.json");
+  REQUIRE(j.code == 0);
+  Json doc = Json::parse(j.out);
+  REQUIRE(doc["runs"].size() == 2);
+  CHECK(doc["runs"][0]["framework_profile"] == "harness");
+  CHECK(doc["runs"][1]["framework_profile"] == "pytorch");
+  CHECK(doc["runs"][0]["layers"].size() > 0);  // the harness profiles layers
+  CHECK(doc["summary"][0]["runs"] == 2);
+  auto csv = dtsim_cli("validate --format csv --measured " + run);
+  CHECK(csv.code == 0);
+  CHECK(csv.out.rfind("run,framework,model", 0) == 0);
+}
+
+TEST_CASE("cli: validate error paths exit 2 with one line") {
+  std::string tmp = (fs::temp_directory_path() / ("dtsim_valbad_" + std::to_string(::getpid()))).string();
+  fs::create_directories(tmp);
+  Json j = synthetic_run();
+  j["iteration_time_s"]["median"] = "slow";
+  std::ofstream(tmp + "/bad_run.json") << j.dump();
+  std::ofstream(tmp + "/broken.json") << "{\"schema\": ";
+  struct Case {
+    std::string args, must_mention;
+  };
+  const Case cases[] = {
+      {"validate", "--measured"},
+      {"validate --measured /nonexistent/x.json", "/nonexistent/x.json"},
+      {"validate --measured " + tmp + "/bad_run.json", "$.iteration_time_s.median"},
+      {"validate --measured " + tmp + "/broken.json", tmp + "/broken.json"},
+      {"validate --measured " + kRuns + "/runs/alexnet_b16_1gpu_fp32.json --framework tensorflow", "--framework"},
+      {"validate --measured " + kRuns + "/runs --format xml", "--format"},
+      {"predict --model resnet50 --batch-per-gpu 8 --framework jax", "--framework"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.args);
+    auto r = dtsim_cli(c.args);
+    CHECK(r.code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(c.must_mention) != std::string::npos);
+  }
+  fs::remove_all(tmp);
+}
