@@ -9,6 +9,7 @@ std::unique_ptr<Command> make_collective_command();
 std::unique_ptr<Command> make_roofline_command();
 std::unique_ptr<Command> make_kernel_command();
 std::unique_ptr<Command> make_train_predictors_command();
+std::unique_ptr<Command> make_validate_command();
 
 // The order here is the order of `dtsim --help`.
 std::vector<std::unique_ptr<Command>> all_commands() {
@@ -18,6 +19,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   c.push_back(make_collective_command());
   c.push_back(make_roofline_command());
   c.push_back(make_kernel_command());
+  c.push_back(make_validate_command());
   c.push_back(make_models_command());
   c.push_back(make_train_predictors_command());
   return c;
