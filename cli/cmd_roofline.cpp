@@ -14,23 +14,28 @@ class RooflineCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
     auto* c = app.add_subcommand("roofline", "Place a model's kernels on its GPU's roofline: arithmetic intensity against attained FLOP/s");
-    c->add_option("--model", model_, "Zoo name or model JSON file")->required();
+    c->add_option("--model", model_, "Zoo name, model JSON file or ONNX file")->required();
     c->add_option("--cluster", cluster_, "Cluster preset name or JSON file (its GPU is used)")->capture_default_str();
     c->add_option("--batch-per-gpu", batch_, "Samples per GPU per iteration")->required();
     c->add_option("--precision", precision_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)")->capture_default_str();
     c->add_option("--plot", plot_, "Draw the roofline to FILE.png or FILE.svg (gnuplot)");
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
+    add_allow_unknown_ops(c, allow_unknown_ops_);
     whatif_.add_to(c, false);
     return c;
   }
 
   int run() override {
-    Graph g = load_model(model_);
-    ClusterSpec c = apply_what_if(load_cluster(cluster_), whatif_.single());
-    Precision p = parse_precision(precision_);
     if (batch_ < 1 || batch_ > kMaxBatchPerGpu)
       throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(batch_));
+    ModelLoadOptions options;  // ONNX shape inference runs at the per-GPU batch
+    options.batch = batch_;
+    options.allow_unknown_ops = allow_unknown_ops_;
+    Graph g = load_model(model_, options);
+    print_notes(g);
+    ClusterSpec c = apply_what_if(load_cluster(cluster_), whatif_.single());
+    Precision p = parse_precision(precision_);
     if (!plot_.empty()) plot_format("--plot", plot_), find_gnuplot("--plot");
     RooflineReport r = roofline_report(g, c, batch_, p);
     std::string text = format_ == "json" ? dump(roofline_json(r)) : format_ == "csv" ? roofline_csv(r).to_csv() : roofline_text(r);
@@ -43,6 +48,7 @@ class RooflineCommand : public Command {
   WhatIfFlags whatif_;
   std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", plot_, format_ = "table", out_;
   int64_t batch_ = 0;
+  bool allow_unknown_ops_ = false;
 };
 
 }  // namespace

@@ -1,3 +1,5 @@
+#include <iostream>
+
 #include "cli/command.hpp"
 #include "cli/study_flags.hpp"
 #include "common/args.hpp"
@@ -20,7 +22,8 @@ class SweepCommand : public Command {
                                  "Predict every combination of models, batch sizes, GPU counts and hardware what-ifs; "
                                  "with a verdict on what bounds each and where scaling breaks");
     c->add_option("--sweep", sweep_file_, "A sweep file (configs/sweeps/*.json; docs/scaling-study.md); flags below override its training and output");
-    c->add_option("--model", models_, "Model names or files, comma-separated");
+    c->add_option("--model", models_, "Model names or files (.json, .onnx), comma-separated");
+    add_allow_unknown_ops(c, allow_unknown_ops_);
     gpus_opt_ = c->add_option("--gpus", gpus_, "GPU counts: 1,2,4 or 1..8 (every integer) or 1..64:x2 (doubling)");
     nodes_opt_ = c->add_option("--nodes", nodes_, "Node counts instead of GPU counts (each node full), same list syntax");
     c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax");
@@ -46,6 +49,7 @@ class SweepCommand : public Command {
       Progress bar("sweep", sweep_size(s));
       res = run_sweep(s, [&] { bar.tick(); });
     }
+    for (const auto& n : res.notes) std::cerr << "dtsim: note: " << n << "\n";
     SweepVerdict verdict = sweep_verdict(res);
 
     std::vector<Plot> plots;
@@ -96,8 +100,12 @@ class SweepCommand : public Command {
       if (batches_.empty()) throw InputError("--batch-per-gpu", "required (or give a sweep file with --sweep)");
       if (gpus_opt_->count() && nodes_opt_->count()) throw InputError("--nodes", "give GPU counts (--gpus) or node counts (--nodes), not both");
       s.name = "sweep";
+      s.batches = parse_int_list("--batch-per-gpu", batches_, 1, kMaxBatchPerGpu);
       for (const auto& m : split(models_, ',')) {
-        load_model(m);  // fails early, naming --model
+        ModelLoadOptions check;  // fails early, naming --model (run_sweep loads ONNX models at every batch)
+        check.batch = s.batches.front();
+        check.allow_unknown_ops = allow_unknown_ops_;
+        load_model(m, check);
         s.models.push_back(m);
       }
       s.cluster = flags_.cluster;
@@ -106,7 +114,6 @@ class SweepCommand : public Command {
       s.algo = flags_.algo;
       make_collective_algorithm(flags_.algo);
       if (flags_.no_overlap) s.overlap = false;
-      s.batches = parse_int_list("--batch-per-gpu", batches_, 1, kMaxBatchPerGpu);
       s.by_nodes = nodes_opt_->count() > 0;
       s.gpus = s.by_nodes ? parse_int_list("--nodes", nodes_, 1, 1 << 20) : parse_int_list("--gpus", gpus_, 1, int64_t(1) << 30);
       s.gpus_where = s.by_nodes ? "--nodes" : "--gpus";
@@ -117,6 +124,7 @@ class SweepCommand : public Command {
       s.cluster_nodes = cluster_nodes_;
     }
     s.train = train_.goal(s.train);
+    s.allow_unknown_ops = allow_unknown_ops_;
     return s;
   }
 
@@ -131,6 +139,7 @@ class SweepCommand : public Command {
   TrainFlags train_;
   std::string sweep_file_, models_, gpus_ = "1", nodes_, batches_, plot_, plot_breakdown_, verdict_out_;
   int64_t cluster_nodes_ = 0;
+  bool allow_unknown_ops_ = false;
   CLI::Option *gpus_opt_ = nullptr, *nodes_opt_ = nullptr, *nodes_cap_opt_ = nullptr;
 };
 

@@ -163,8 +163,10 @@ std::vector<std::string> zoo_models() {
   return names;
 }
 
+bool is_onnx_path(const std::string& name_or_path) { return ends_with(name_or_path, ".onnx"); }
+
 Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options) {
-  if (ends_with(name_or_path, ".onnx")) return import_onnx(name_or_path, options);
+  if (is_onnx_path(name_or_path)) return import_onnx(name_or_path, options);
   std::string path = name_or_path;
   if (!looks_like_path(name_or_path)) {
     path = config_dir() + "/models/" + name_or_path + ".json";

@@ -29,6 +29,9 @@ struct ModelLoadOptions {
 // A zoo name (configs/models/NAME.json), a path to a .json file, or a path to a .onnx file.
 Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options = {});
 
+// Whether load_model reads `name_or_path` as an ONNX file (whose graph depends on ModelLoadOptions).
+bool is_onnx_path(const std::string& name_or_path);
+
 // Names of the built-in models, sorted.
 std::vector<std::string> zoo_models();
 

@@ -457,12 +457,21 @@ class Importer {
 
   void alias(const std::string& output, const std::string& input) { values_[output] = values_[input]; }
 
+  // The initializer a tensor names: itself, or the one an Identity chain leads to. torch.onnx.export
+  // deduplicates initializers (tied parameters; in eval mode any two equal ones, such as fresh zero
+  // biases) into one, the other names becoming Identity nodes of it.
+  const std::string& canonical(const std::string& name) const {
+    auto it = initializer_alias_.find(name);
+    return it == initializer_alias_.end() ? name : it->second;
+  }
+
   // The float initializers among a node's static inputs that no earlier layer counted: PyTorch's
   // parameters and buffers both become initializers; outside BatchNormalization (whose running
   // statistics are skipped) dtsim takes them as parameters.
   int64_t trainable_elements(const onnx::NodeProto& n) {
     int64_t total = 0;
-    for (const auto& in : n.input()) {
+    for (const auto& name : n.input()) {
+      const std::string& in = canonical(name);
       auto it = initializers_.find(in);
       if (it == initializers_.end() || !is_float_type(it->second->data_type()) || counted_.count(in)) continue;
       int64_t e = 1;
@@ -602,7 +611,7 @@ class Importer {
     l.ph = symmetric_pad(n, p[0], p[2], out.h, [&](int64_t q) { return conv_out(in.h, l.kh, l.sh, q, l.dh); }, "height");
     l.pw = symmetric_pad(n, p[1], p[3], out.w, [&](int64_t q) { return conv_out(in.w, l.kw, l.sw, q, l.dw); }, "width");
     l.bias = n.input_size() > 2 && !n.input(2).empty();
-    for (int i = 1; i < n.input_size(); ++i) counted_.insert(n.input(i));
+    for (int i = 1; i < n.input_size(); ++i) counted_.insert(canonical(n.input(i)));
     ++convs_;
     conv_biases_ += l.bias;
     add(n, l, {x}, n.output(0), out);
@@ -625,7 +634,7 @@ class Importer {
     l.out_features = out_f;
     l.bias = !matmul && n.input_size() > 2 && !n.input(2).empty();
     if (l.bias && value(n, n.input(2)).activation) return unsupported(n, acts, "Gemm with a bias computed from activations is not supported");
-    for (int i = 1; i < n.input_size(); ++i) counted_.insert(n.input(i));
+    for (int i = 1; i < n.input_size(); ++i) counted_.insert(canonical(n.input(i)));
     int idx = add(n, l, {a}, n.output(0), per_sample(n, n.output(0)));
     if (matmul) bias_free_linear_[n.output(0)] = idx;
   }
@@ -639,7 +648,7 @@ class Importer {
       const auto& d = dims(n, n.input(i));
       if (d.size() != 1 || d[0] != in.c) fail_at(n, "scale and bias must have " + std::to_string(in.c) + " elements, '" + n.input(i) + "' is " + dims_str(d));
     }
-    for (int i = 1; i < n.input_size(); ++i) counted_.insert(n.input(i));
+    for (int i = 1; i < n.input_size(); ++i) counted_.insert(canonical(n.input(i)));
     // A training-mode export keeps the batch statistics: opset 14+ says so in training_mode, older
     // opsets by emitting the running statistics as extra outputs.
     bool training = opset_ >= 14 ? attr_int(n, "training_mode", 0) != 0 : n.output_size() > 1;
@@ -753,9 +762,9 @@ class Importer {
         const std::string& b = n.input(0) == x ? n.input(1) : n.input(0);
         auto bd = shapes_.find(b);
         Layer& l = g_.layers[lin->second];
-        if (initializers_.count(b) && bd != shapes_.end() && bd->second.dims.size() == 1 && bd->second.dims[0] == l.out_features) {
+        if (initializers_.count(canonical(b)) && bd != shapes_.end() && bd->second.dims.size() == 1 && bd->second.dims[0] == l.out_features) {
           l.bias = true;
-          counted_.insert(b);
+          counted_.insert(canonical(b));
           return alias(out, x);
         }
       }
@@ -875,6 +884,8 @@ class Importer {
     bool known_domain = n.domain().empty() || n.domain() == "ai.onnx";
     if (acts.empty() || (known_domain && kShapeOps.count(op))) {
       for (const auto& o : n.output()) values_[o] = Value{false, -1};  // constants and shape arithmetic
+      if (op == "Identity" && known_domain && n.input_size() == 1 && n.output_size() == 1 && initializers_.count(canonical(n.input(0))))
+        initializer_alias_[n.output(0)] = canonical(n.input(0));
       return;
     }
     for (const auto& o : n.output())
@@ -990,6 +1001,7 @@ class Importer {
   std::unordered_map<const onnx::NodeProto*, int> node_index_;
   std::unordered_map<std::string, TensorInfo> shapes_;
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
+  std::unordered_map<std::string, std::string> initializer_alias_;  // Identity outputs of initializers -> the initializer
   std::unordered_map<std::string, std::vector<double>> constants_;
   std::unordered_map<std::string, int> consumers_;
   std::unordered_map<std::string, Value> values_;

@@ -1,5 +1,6 @@
 #include "model/study.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/args.hpp"
@@ -138,7 +139,11 @@ SweepSpec parse_sweep(const Json& doc, const std::string& what) {
     if (!models[i].is_string()) o.fail(key, std::string("must be a string, not ") + models[i].type_name());
     std::string m = models[i].get<std::string>();
     try {
-      load_model(m);
+      // Checks that the model exists and reads; ONNX operators dtsim cannot cost are refused by
+      // run_sweep, which knows --allow-unknown-ops, and the batch sizes.
+      ModelLoadOptions check;
+      check.allow_unknown_ops = true;
+      load_model(m, check);
     } catch (const InputError& e) {
       if (e.where() == "--model") o.fail(key, e.rule());
       throw;  // a model file's own error names that file
@@ -262,12 +267,29 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
   res.gpu_name = base.gpu.name;
   res.precision = precision_name(cfg.precision);
   res.rows.reserve(sweep_size(s));
+  // Every model at every batch size, loaded before any work: graphs[model][batch index].
+  std::vector<std::vector<Graph>> graphs;
   for (const std::string& m : s.models) {
-    const Graph g = load_model(m);
+    std::vector<Graph>& per_batch = graphs.emplace_back();
+    for (int64_t b : s.batches) {
+      if (!per_batch.empty() && !is_onnx_path(m)) {  // zoo and JSON models do not depend on the batch
+        per_batch.push_back(per_batch.front());
+        continue;
+      }
+      ModelLoadOptions options;
+      options.batch = b;
+      options.allow_unknown_ops = s.allow_unknown_ops;
+      per_batch.push_back(load_model(m, options));
+      for (const std::string& note : per_batch.back().notes)
+        if (std::find(res.notes.begin(), res.notes.end(), note) == res.notes.end()) res.notes.push_back(note);
+    }
+  }
+  for (size_t mi = 0; mi < s.models.size(); ++mi) {
     for (size_t wi = 0; wi < s.what_ifs.size(); ++wi)
-      for (int64_t b : s.batches)
+      for (size_t bi = 0; bi < s.batches.size(); ++bi)
         for (int64_t n : s.gpus) {
-          cfg.batch_per_gpu = b;
+          const Graph& g = graphs[mi][bi];
+          cfg.batch_per_gpu = s.batches[bi];
           cfg.gpus = s.by_nodes ? n * clusters[wi].gpus_per_node : n;
           res.rows.push_back(study_row(g, clusters[wi], cfg, s.what_ifs[wi], s.train, false));
           res.compute_model = res.rows.back().p.compute_model;

@@ -62,6 +62,8 @@ struct SweepSpec {
   std::string gpus_where = "--gpus";  // names the GPU list in errors (a flag, or file: JSON path)
   std::vector<WhatIf> what_ifs{WhatIf{}};
   TrainGoal train;
+  // ONNX models: cost operators dtsim does not know by roofline (--allow-unknown-ops; not a sweep-file field).
+  bool allow_unknown_ops = false;
 };
 
 // Reads a sweep file strictly: unknown fields, wrong types and bad ranges are InputErrors naming the
@@ -76,9 +78,13 @@ std::vector<WhatIf> what_if_grid(const std::vector<std::pair<std::string, std::v
 struct SweepResult {
   std::string cluster_name, gpu_name, precision, compute_model;
   std::vector<StudyRow> rows;  // models x what-ifs x batches x GPU counts, in that nesting
+  // What the model importer assumed (Graph::notes of every model, each distinct note once, in order).
+  std::vector<std::string> notes;
 };
 
-// `tick` is called once per configuration (progress bars).
+// `tick` is called once per configuration (progress bars). Every model is loaded before any prediction;
+// an ONNX model is imported once per batch size (shape inference runs at the per-GPU batch, and an
+// export that fixed its batch is an InputError at any other).
 SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick = {});
 size_t sweep_size(const SweepSpec& s);
 

@@ -150,6 +150,16 @@ TEST_CASE("onnx: MatMul + Add is a linear layer with bias; hardswish, PReLU and 
   CHECK(g.params() == 216 + 16 + 8 + 90);  // conv, bn, PReLU's slope, fc
 }
 
+TEST_CASE("onnx: initializers the exporter deduplicated into Identity nodes are followed to the one initializer") {
+  Graph g = onnx("identity_init");
+  const Layer& fc = g.layers[g.layers.size() - 2];
+  CHECK(fc.op == Op::Linear);
+  CHECK(fc.bias);  // the zero bias, read through an Identity, still folds into the linear layer
+  CHECK(count_op(g, Op::Add) == 0);
+  CHECK(count_op(g, Op::Activation, "prelu") == 2);
+  CHECK(g.params() == 216 + 16 + 8 + 90);  // conv, bn, the tied PReLU slope once (as PyTorch counts it), fc
+}
+
 TEST_CASE("onnx: the batch comes from the caller; an export that fixed it is an error") {
   CHECK(onnx("resnet18", 256).params() == 11689512);
   CHECK(import_error("fixed_batch", 1).empty());

@@ -542,6 +542,20 @@ def small_cases():
         y = b.node("Add", [y, b.init("fc.bias", [10])], "fc")
         return b.node("Softmax", [y], "", axis=1)
     cases["matmul_softmax"] = matmul_softmax
+    # What torch.onnx.export writes for initializers it deduplicates (tied parameters; in eval mode any
+    # two equal ones, such as fresh zero biases): one initializer, the other names Identity nodes of it.
+    # The tied PReLU slope counts once, as in PyTorch; the aliased zero bias still folds into the linear.
+    def identity_init(b):
+        y = stem(b)
+        slope = b.init("prelu.weight", [8, 1, 1])
+        tied = b.node("Identity", [slope], "prelu2")
+        y = b.node("PRelu", [y, slope], "prelu")
+        y = b.node("PRelu", [y, tied], "prelu2")
+        y = b.flatten(b.gap(y, "avgpool"))
+        zero = b.init("zero.bias", [10])
+        y = b.node("MatMul", [y, b.init("fc.weight_t", [8, 10])], "fc")
+        return b.node("Add", [y, b.node("Identity", [zero], "fc")], "fc")
+    cases["identity_init"] = identity_init
     # Height and width left symbolic (dynamic_axes on them).
     def dynamic_hw(b):
         b.input = helper.make_tensor_value_info("input.1", TensorProto.FLOAT, ["batch", 3, "height", "width"])
