@@ -6,6 +6,7 @@ std::unique_ptr<Command> make_models_command();
 std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_sweep_command();
 std::unique_ptr<Command> make_collective_command();
+std::unique_ptr<Command> make_calibrate_command();
 std::unique_ptr<Command> make_roofline_command();
 std::unique_ptr<Command> make_kernel_command();
 std::unique_ptr<Command> make_train_predictors_command();
@@ -17,6 +18,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   c.push_back(make_predict_command());
   c.push_back(make_sweep_command());
   c.push_back(make_collective_command());
+  c.push_back(make_calibrate_command());
   c.push_back(make_roofline_command());
   c.push_back(make_kernel_command());
   c.push_back(make_validate_command());

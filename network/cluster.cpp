@@ -130,6 +130,18 @@ void parse_nccl(JsonObject& n, NcclTuning& t) {
     }
     e.reject_unknown();
   }
+  if (n.has("cost_correction")) {
+    JsonObject cc = n.object("cost_correction");
+    per_proto(cc, "latency", t.cost_latency_scale, 1e-3, 1e3, 1.0);
+    per_proto(cc, "bandwidth", t.cost_bandwidth_scale, 1e-3, 1e3, 1.0);
+    cc.reject_unknown();
+  }
+  if (n.has("op_bandwidth")) {
+    static const char* const ops[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce"};
+    JsonObject ob = n.object("op_bandwidth");
+    for (int i = 0; i < 5; ++i) t.op_bandwidth[i] = ob.number_or(ops[i], t.op_bandwidth[i], 1e-3, 1e3);
+    ob.reject_unknown();
+  }
   if (n.has("calibration")) t.calibration = n.raw("calibration");
   n.str_or("note", "");
   n.reject_unknown();
@@ -140,6 +152,13 @@ void parse_nccl(JsonObject& n, NcclTuning& t) {
 }
 
 }  // namespace
+
+NcclTuning parse_nccl_tuning(const Json& j, const std::string& what, const std::string& path) {
+  NcclTuning t = default_nccl_tuning();
+  JsonObject n(j, what, path);
+  parse_nccl(n, t);
+  return t;
+}
 
 ClusterSpec parse_cluster(const Json& doc, const std::string& what) {
   JsonObject o(doc, what, "$");
@@ -224,7 +243,7 @@ std::vector<std::string> cluster_presets() {
   return names;
 }
 
-ClusterSpec load_cluster(const std::string& name_or_path) {
+std::string cluster_path(const std::string& name_or_path) {
   std::string path = name_or_path;
   if (name_or_path.find('/') == std::string::npos &&
       !(name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0)) {
@@ -235,6 +254,11 @@ ClusterSpec load_cluster(const std::string& name_or_path) {
       throw InputError("--cluster", "unknown cluster '" + name_or_path + "' (presets: " + known + "; or give a path to a .json file)");
     }
   }
+  return path;
+}
+
+ClusterSpec load_cluster(const std::string& name_or_path) {
+  const std::string path = cluster_path(name_or_path);
   return parse_cluster(load_json_file(path), path);
 }
 

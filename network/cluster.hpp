@@ -60,9 +60,18 @@ struct NcclTuning {
   double net_overhead_s = 0;                         // host proxy cost per network step
   double ring_simple_multinode_latency_factor = 1;   // ring plateau across nodes
   std::array<std::array<bool, kNcclProtos>, kNcclAlgos> enabled{};
+  // NCCL chooses by the tables above; what the chosen protocol then costs may differ (its tables
+  // are one model for many machines). Measured corrections of latency and bandwidth per protocol,
+  // and of bandwidth per collective (by CollectiveOp: allreduce, reducescatter, allgather,
+  // broadcast, reduce); 1 where nothing was measured.
+  PerProto cost_latency_scale{1, 1, 1};
+  PerProto cost_bandwidth_scale{1, 1, 1};
+  std::array<double, 5> op_bandwidth{1, 1, 1, 1, 1};
   Json calibration;  // what `dtsim calibrate` recorded, carried along
 };
 NcclTuning default_nccl_tuning();
+// A collectives.nccl object over the defaults (InputError naming `what` and the JSON path).
+NcclTuning parse_nccl_tuning(const Json& j, const std::string& what, const std::string& path);
 
 // CUDA-aware MPI (MVAPICH2-GDR-like): MPI's algorithms with its own, lower, per-message latency.
 // Unset fields keep these orders of magnitude (docs/cluster-format.md says where they come from).
@@ -113,6 +122,7 @@ struct ClusterSpec {
 ClusterSpec parse_cluster(const Json& doc, const std::string& what);
 // A preset name (configs/clusters/NAME.json) or a path to a .json file.
 ClusterSpec load_cluster(const std::string& name_or_path);
+std::string cluster_path(const std::string& name_or_path);  // the file a name resolves to
 std::vector<std::string> cluster_presets();
 
 }  // namespace dtsim

@@ -91,10 +91,11 @@ double algo_bandwidth_Bps(CollectiveOp op, double bytes, const NcclJob& j, const
 }
 
 // NCCL shrinks the channel count until each thread has thread_threshold bytes (ring LL: times p).
-int channels_used(double bytes, const NcclJob& j, const NcclTuning& t, int a, int p) {
+// Counted in fractions of a channel so that a larger message never costs less: between whole
+// channel counts the cost is flat, as NCCL's own channel steps average out.
+double channels_used(double bytes, const NcclJob& j, const NcclTuning& t, int a, int p) {
   double per_channel = t.threads[p] * t.thread_threshold_bytes[p] * (a == kNcclRing && p == kNcclLL ? j.ranks : 1);
-  int nc = static_cast<int>(std::floor(bytes / per_channel));
-  return std::clamp(nc, 1, t.channels);
+  return std::clamp(bytes / per_channel, 1.0, static_cast<double>(t.channels));
 }
 
 }  // namespace
@@ -110,30 +111,40 @@ double nccl_tuning_time_s(CollectiveOp op, double bytes, const NcclJob& j, const
 }
 
 CollectiveEstimate nccl_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int algos) {
-  CollectiveEstimate best;
   if (j.ranks <= 1 || bytes <= 0) return {0, "none", "", 0};
-  double best_tuned = -1;
+  // NCCL's estimate of every pair, and its choice: the least.
+  double tuned[kNcclAlgos][kNcclProtos], bw[kNcclAlgos][kNcclProtos];
   int ba = -1, bp = -1;
-  for (int a = 0; a < kNcclAlgos; ++a) {
-    if (!(algos & (1 << a))) continue;
+  for (int a = 0; a < kNcclAlgos; ++a)
     for (int p = 0; p < kNcclProtos; ++p) {
-      double s = nccl_tuning_time_s(op, bytes, j, t, a, p);
-      if (s >= 0 && (best_tuned < 0 || s < best_tuned)) {
-        best_tuned = s;
-        ba = a;
-        bp = p;
-      }
+      tuned[a][p] = (algos & (1 << a)) ? nccl_tuning_time_s(op, bytes, j, t, a, p) : -1;
+      bw[a][p] = tuned[a][p] >= 0 ? algo_bandwidth_Bps(op, bytes, j, t, a, p) : 0;
+      if (tuned[a][p] >= 0 && (ba < 0 || tuned[a][p] < tuned[ba][bp])) ba = a, bp = p;
     }
-  }
   if (ba < 0) return {-1, "none", "", 0};
-  // What the chosen pair costs: the bandwidth term shrinks with the channels it is given.
-  const int nc = channels_used(bytes, j, t, ba, bp);
-  const double bw = algo_bandwidth_Bps(op, bytes, j, t, ba, bp);
-  best.time_s = best_tuned + bytes / bw * (static_cast<double>(t.channels) / nc - 1.0);
-  best.algo = nccl_algo_name(ba);
-  best.protocol = nccl_proto_name(bp);
-  best.channels = nc;
-  return best;
+  // What a pair costs: measured corrections of NCCL's estimate, and a bandwidth that shrinks with
+  // the channels the message is given.
+  auto cost = [&](int a, int p, double* channels) {
+    const double lat = tuned[a][p] - bytes / bw[a][p];
+    const double nc = channels_used(bytes, j, t, a, p);
+    *channels = nc;
+    return lat * t.cost_latency_scale[p] + bytes / (bw[a][p] * t.cost_bandwidth_scale[p] * t.op_bandwidth[static_cast<int>(op)] * nc / t.channels);
+  };
+  // NCCL moves to pairs of higher bandwidth as messages grow. Where a pair it uses for larger
+  // messages would cost less than its choice (its tables are not this machine), price that one:
+  // a message never costs more than a larger one.
+  double nc = 0;
+  double time = cost(ba, bp, &nc);
+  const double chosen_bw = bw[ba][bp];
+  int ca = ba, cp = bp;
+  for (int a = 0; a < kNcclAlgos; ++a)
+    for (int p = 0; p < kNcclProtos; ++p) {
+      if (!(bw[a][p] > chosen_bw)) continue;
+      double other_nc = 0;
+      const double s = cost(a, p, &other_nc);
+      if (s < time) time = s, ca = a, cp = p, nc = other_nc;
+    }
+  return {time, nccl_algo_name(ca), nccl_proto_name(cp), static_cast<int>(std::ceil(nc))};
 }
 
 CollectiveEstimate NcclAlgorithm::estimate(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const {

@@ -1,0 +1,353 @@
+#include "network/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "common/error.hpp"
+#include "network/impl/nccl.hpp"
+
+namespace dtsim {
+
+CollectiveEstimate predict_measured(const ClusterSpec& c, const NcclTuning& t, const MeasuredPoint& m) {
+  Placement p;
+  p.gpus = m.gpus;
+  p.nodes = std::max(1, m.nodes);
+  p.gpus_per_node = (m.gpus + p.nodes - 1) / p.nodes;
+  return nccl_estimate(m.op, m.bytes, nccl_job(p, c), t, 3);
+}
+
+namespace {
+
+// A constant the fit may move: `apply` writes value x (in the fit's unconstrained coordinate) into
+// a tuning that starts from the cluster's.
+struct Knob {
+  std::string name;
+  double start;  // unconstrained coordinate of the cluster's value
+  std::function<void(NcclTuning&, const NcclTuning& base, double)> apply;
+  bool selection = false;  // moves only NCCL's choice: searched on a grid, the loss is a step function of it
+};
+
+double logit(double p) { return std::log(p / (1 - p)); }
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+// Shares live in (0, 1): fit them through a logistic so that no step leaves the range; a share
+// that starts at 1 starts just below it.
+double share_start(double v) { return logit(std::clamp(v, 1e-3, 0.995)); }
+
+std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw, const NcclTuning& base) {
+  bool intra = false, inter = false;
+  std::set<int> ops;
+  for (const auto& m : pts) {
+    (m.nodes > 1 ? inter : intra) = true;
+    ops.insert(static_cast<int>(m.op));
+  }
+  std::vector<Knob> k;
+  if (intra) {
+    // What NCCL believes a protocol's latency is decides where it switches protocols: scale its
+    // tables (base and NVLink/PCIe hops together; one node cannot tell them apart).
+    for (int p = 0; p < kNcclProtos; ++p)
+      k.push_back({std::string("selection latency ") + nccl_proto_name(p), 0.0,
+                   [p, intra_hw](NcclTuning& t, const NcclTuning& b, double x) {
+                     const double s = std::exp(x);
+                     for (int a = 0; a < kNcclAlgos; ++a) {
+                       t.base_latency_s[a][p] = b.base_latency_s[a][p] * s;
+                       t.hop_latency_s[intra_hw][a][p] = b.hop_latency_s[intra_hw][a][p] * s;
+                     }
+                   },
+                   true});
+    k.push_back({std::string("link_efficiency.") + (intra_hw == kHwPcie ? "pcie" : "nvlink"), share_start(base.link_efficiency[intra_hw]),
+                 [intra_hw](NcclTuning& t, const NcclTuning&, double x) { t.link_efficiency[intra_hw] = sigmoid(x); }});
+    // What the chosen protocol then costs.
+    for (int p = 0; p < kNcclProtos; ++p)
+      k.push_back({std::string("cost_correction.latency.") + nccl_proto_name(p), std::log(base.cost_latency_scale[p]),
+                   [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_latency_scale[p] = std::exp(x); }});
+    for (int p : {kNcclLL, kNcclLL128})  // Simple's bandwidth is the link efficiency's
+      k.push_back({std::string("cost_correction.bandwidth.") + nccl_proto_name(p), std::log(base.cost_bandwidth_scale[p]),
+                   [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_bandwidth_scale[p] = std::exp(x); }});
+  }
+  if (inter) {
+    k.push_back({"network latency scale", 0.0, [](NcclTuning& t, const NcclTuning& b, double x) {
+                   for (int a = 0; a < kNcclAlgos; ++a)
+                     for (int p = 0; p < kNcclProtos; ++p) t.hop_latency_s[kHwNet][a][p] = b.hop_latency_s[kHwNet][a][p] * std::exp(x);
+                 }});
+    k.push_back({"link_efficiency.net", share_start(base.link_efficiency[kHwNet]),
+                 [](NcclTuning& t, const NcclTuning&, double x) { t.link_efficiency[kHwNet] = sigmoid(x); }});
+  }
+  // Collectives drive the links unequally well: all-reduce (or the first collective measured)
+  // anchors the link efficiency, the others get a factor each.
+  const int anchor = ops.count(static_cast<int>(CollectiveOp::AllReduce)) ? static_cast<int>(CollectiveOp::AllReduce) : *ops.begin();
+  for (int op : ops)
+    if (op != anchor)
+      k.push_back({std::string("op_bandwidth.") + collective_op_name(static_cast<CollectiveOp>(op)), std::log(base.op_bandwidth[op]),
+                   [op](NcclTuning& t, const NcclTuning&, double x) { t.op_bandwidth[op] = std::exp(x); }});
+  return k;
+}
+
+// Nelder-Mead on f, from x0 with initial steps `step`; returns the best point.
+std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x0, double step, int max_evals) {
+  const size_t n = x0.size();
+  std::vector<std::vector<double>> s(n + 1, x0);
+  std::vector<double> fs(n + 1);
+  for (size_t i = 0; i < n; ++i) s[i + 1][i] -= step;  // downwards: shares start near 1, where a link may not bind
+  for (size_t i = 0; i <= n; ++i) fs[i] = f(s[i]);
+  int evals = static_cast<int>(n + 1);
+  while (evals < max_evals) {
+    std::vector<size_t> idx(n + 1);
+    for (size_t i = 0; i <= n; ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return fs[a] < fs[b]; });
+    const size_t best = idx[0], worst = idx[n], second = idx[n - 1];
+    if (std::fabs(fs[worst] - fs[best]) < 1e-12 * (1 + std::fabs(fs[best]))) break;
+    std::vector<double> centroid(n, 0.0);
+    for (size_t i = 0; i <= n; ++i)
+      if (i != worst)
+        for (size_t d = 0; d < n; ++d) centroid[d] += s[i][d] / n;
+    auto along = [&](double t) {
+      std::vector<double> x(n);
+      for (size_t d = 0; d < n; ++d) x[d] = centroid[d] + t * (s[worst][d] - centroid[d]);
+      return x;
+    };
+    auto xr = along(-1);
+    double fr = f(xr);
+    ++evals;
+    if (fr < fs[best]) {
+      auto xe = along(-2);
+      double fe = f(xe);
+      ++evals;
+      if (fe < fr) s[worst] = xe, fs[worst] = fe;
+      else s[worst] = xr, fs[worst] = fr;
+    } else if (fr < fs[second]) {
+      s[worst] = xr, fs[worst] = fr;
+    } else {
+      auto xc = along(fr < fs[worst] ? -0.5 : 0.5);
+      double fc = f(xc);
+      ++evals;
+      if (fc < std::min(fr, fs[worst])) {
+        s[worst] = xc, fs[worst] = fc;
+      } else {
+        for (size_t i = 0; i <= n; ++i) {
+          if (i == best) continue;
+          for (size_t d = 0; d < n; ++d) s[i][d] = s[best][d] + 0.5 * (s[i][d] - s[best][d]);
+          fs[i] = f(s[i]);
+          ++evals;
+        }
+      }
+    }
+  }
+  size_t b = std::min_element(fs.begin(), fs.end()) - fs.begin();
+  return s[b];
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double round_sig(double x, int digits = 4) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+  return std::stod(buf);
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoint>& pts) {
+  if (pts.empty()) throw InputError("--measured", "no measurements to fit");
+  const NcclTuning base = c.collectives.nccl;
+  const int intra_hw = c.intra.kind == "pcie" ? kHwPcie : kHwNvlink;
+  std::vector<Knob> knobs = knobs_for(pts, intra_hw, base);
+  if (pts.size() < knobs.size() + 2)
+    throw InputError("--measured", std::to_string(pts.size()) + " measurements cannot pin down " + std::to_string(knobs.size()) +
+                                       " constants; measure more sizes");
+
+  auto build = [&](const std::vector<double>& x, int channels) {
+    NcclTuning t = base;
+    t.channels = channels;
+    for (size_t i = 0; i < knobs.size(); ++i) knobs[i].apply(t, base, x[i]);
+    return t;
+  };
+  auto loss = [&](const NcclTuning& t) {
+    double s = 0;
+    for (const auto& m : pts) {
+      double p = predict_measured(c, t, m).time_s;
+      double e = std::log(p / m.time_s);
+      s += e * e;
+    }
+    return s / pts.size();
+  };
+
+  // Channels are an integer NCCL derives from the topology: try the counts it uses and keep the
+  // best fit (they only shape the small-message ramp; the bus bandwidth is the links').
+  std::set<int> candidates = {base.channels};
+  if (std::any_of(pts.begin(), pts.end(), [](const MeasuredPoint& m) { return m.nodes <= 1; }))
+    for (int ch : {8, 12, 16, 24, 32}) candidates.insert(ch);
+  std::vector<double> start(knobs.size());
+  for (size_t i = 0; i < knobs.size(); ++i) start[i] = knobs[i].start;
+  std::vector<size_t> cont, sel;
+  for (size_t i = 0; i < knobs.size(); ++i) (knobs[i].selection ? sel : cont).push_back(i);
+  double best_loss = INFINITY;
+  std::vector<double> best_x = start;
+  int best_channels = base.channels;
+  for (int ch : candidates) {
+    std::vector<double> x = start;
+    // A faint pull towards the cluster's values keeps constants the data cannot see (a protocol
+    // NCCL never picks at these sizes) where they were instead of letting them drift.
+    auto f = [&](const std::vector<double>& all) {
+      double pull = 0;
+      for (size_t i = 0; i < all.size(); ++i) pull += (all[i] - start[i]) * (all[i] - start[i]);
+      return loss(build(all, ch)) + 1e-6 * pull;
+    };
+    auto fit_continuous = [&](double step) {
+      std::vector<double> y;
+      for (size_t i : cont) y.push_back(x[i]);
+      auto g = [&](const std::vector<double>& v) {
+        std::vector<double> all = x;
+        for (size_t i = 0; i < cont.size(); ++i) all[cont[i]] = v[i];
+        return f(all);
+      };
+      y = nelder_mead(g, y, step, 2000);
+      for (size_t i = 0; i < cont.size(); ++i) x[cont[i]] = y[i];
+    };
+    // Alternate: costs by Nelder-Mead, NCCL's choice by a grid over each selection scale (1/8x..8x).
+    // Continuous constants first get a coarse scan each, since a link that does not bind (or a
+    // protocol never chosen) is flat ground on which Nelder-Mead cannot start.
+    for (size_t i : cont) {
+      double best_v = x[i], best_f = f(x);
+      for (int g = -8; g <= 8; ++g) {
+        x[i] = start[i] + g * 0.5;
+        double v = f(x);
+        if (v < best_f - 1e-12) best_f = v, best_v = x[i];
+      }
+      x[i] = best_v;
+    }
+    for (int round = 0; round < 4; ++round) {
+      fit_continuous(round == 0 ? 0.5 : 0.15);
+      for (size_t i : sel) {
+        double best_v = x[i], best_f = f(x);
+        for (int g = -12; g <= 12; ++g) {
+          x[i] = g * std::log(2.0) / 4;
+          double v = f(x);
+          if (v < best_f - 1e-12) best_f = v, best_v = x[i];
+        }
+        x[i] = best_v;
+      }
+    }
+    fit_continuous(0.05);
+    double l = f(x);
+    if (l < best_loss) best_loss = l, best_x = x, best_channels = ch;
+  }
+
+  CalibrationResult r;
+  r.tuning = build(best_x, best_channels);
+  // Keep the stored constants readable (4 significant digits) and report the model as stored:
+  // read back through the cluster parser, as any user of the file will.
+  r.tuning = parse_nccl_tuning(nccl_tuning_json(r.tuning), "calibration", "$");
+  for (const auto& k : knobs) r.fitted.push_back(k.name);
+  if (candidates.size() > 1) r.fitted.push_back("channels");
+  std::vector<double> after, before;
+  for (const auto& m : pts) {
+    CalibratedPoint p;
+    p.measured = m;
+    p.before_s = predict_measured(c, base, m).time_s;
+    CollectiveEstimate e = predict_measured(c, r.tuning, m);
+    p.after_s = e.time_s;
+    p.algo = e.algo;
+    p.protocol = e.protocol;
+    after.push_back(std::fabs(p.error()));
+    before.push_back(std::fabs(p.error_before()));
+    r.points.push_back(p);
+  }
+  r.median_abs_error = median(after);
+  r.max_abs_error = *std::max_element(after.begin(), after.end());
+  r.median_abs_error_before = median(before);
+  r.max_abs_error_before = *std::max_element(before.begin(), before.end());
+  return r;
+}
+
+Json nccl_tuning_json(const NcclTuning& t) {
+  static const char* const protos[] = {"ll", "ll128", "simple"};
+  static const char* const algos[] = {"tree", "ring"};
+  static const char* const hws[] = {"nvlink", "pcie", "net"};
+  auto per_proto = [&](const NcclTuning::PerProto& v, double unit) {
+    Json j = Json::object();
+    for (int p = 0; p < kNcclProtos; ++p) j[protos[p]] = round_sig(v[p] / unit);
+    return j;
+  };
+  auto per_algo = [&](const NcclTuning::PerAlgoProto& v) {
+    Json j = Json::object();
+    for (int a = 0; a < kNcclAlgos; ++a) j[algos[a]] = per_proto(v[a], 1.0);
+    return j;
+  };
+  auto per_nodes = [&](const NcclTuning::PerNodes& v) { return Json::array({round_sig(v[0] / 1e9), round_sig(v[1] / 1e9), round_sig(v[2] / 1e9)}); };
+  Json j = Json::object();
+  j["channels"] = t.channels;
+  j["link_efficiency"] = Json::object();
+  for (int h = 0; h < kNcclHws; ++h) j["link_efficiency"][hws[h]] = round_sig(t.link_efficiency[h]);
+  j["base_latency_s"] = per_algo(t.base_latency_s);
+  j["hop_latency_s"] = Json::object();
+  for (int h = 0; h < kNcclHws; ++h) j["hop_latency_s"][hws[h]] = per_algo(t.hop_latency_s[h]);
+  j["algo_bandwidth"] = {{"tree", round_sig(t.algo_bandwidth[kNcclTree])}, {"ring", round_sig(t.algo_bandwidth[kNcclRing])}};
+  j["proto_bandwidth"] = per_algo(t.proto_bandwidth);
+  j["ll_max_bus_bandwidth_GBps"] = per_nodes(t.ll_max_bus_bandwidth_Bps);
+  j["ring_ll128_max_per_channel_GBps"] = per_nodes(t.ring_ll128_max_per_channel_Bps);
+  j["tree_ll128_max_per_channel_GBps"] = per_nodes(t.tree_ll128_max_per_channel_Bps);
+  j["tree_max_per_channel_GBps"] = per_nodes(t.tree_max_per_channel_Bps);
+  j["threads"] = per_proto(t.threads, 1.0);
+  j["thread_threshold_bytes"] = per_proto(t.thread_threshold_bytes, 1.0);
+  j["net_overhead_s"] = round_sig(t.net_overhead_s);
+  j["ring_simple_multinode_latency_factor"] = round_sig(t.ring_simple_multinode_latency_factor);
+  Json en = Json::object();
+  for (int a = 0; a < kNcclAlgos; ++a) {
+    en[algos[a]] = Json::array();
+    for (int p = 0; p < kNcclProtos; ++p)
+      if (t.enabled[a][p]) en[algos[a]].push_back(nccl_proto_name(p));
+  }
+  j["enabled"] = en;
+  j["cost_correction"] = {{"latency", per_proto(t.cost_latency_scale, 1.0)}, {"bandwidth", per_proto(t.cost_bandwidth_scale, 1.0)}};
+  j["op_bandwidth"] = Json::object();
+  for (CollectiveOp op : all_collective_ops()) j["op_bandwidth"][collective_op_name(op)] = round_sig(t.op_bandwidth[static_cast<int>(op)]);
+  if (!t.calibration.is_null()) j["calibration"] = t.calibration;
+  return j;
+}
+
+Json calibrated_cluster_json(const Json& cluster_doc, const CalibrationResult& r, const std::vector<std::string>& files, const std::string& gpu) {
+  Json doc = cluster_doc;
+  Json nccl = nccl_tuning_json(r.tuning);
+  // The record: what was fitted to what, and how close the fit is at every size.
+  Json rec = Json::object();
+  rec["tool"] = "dtsim calibrate";
+  rec["measured"] = files;
+  if (!gpu.empty()) rec["gpu"] = gpu;
+  rec["points"] = r.points.size();
+  rec["fitted"] = r.fitted;
+  rec["median_abs_error"] = round_sig(r.median_abs_error, 3);
+  rec["max_abs_error"] = round_sig(r.max_abs_error, 3);
+  std::map<std::tuple<std::string, int, int>, Json> groups;
+  for (const auto& p : r.points) {
+    Json& g = groups[{collective_op_name(p.measured.op), p.measured.gpus, p.measured.nodes}];
+    if (g.is_null()) g = {{"op", collective_op_name(p.measured.op)}, {"gpus", p.measured.gpus}, {"nodes", p.measured.nodes},
+                          {"bytes", Json::array()}, {"error", Json::array()}};
+    g["bytes"].push_back(p.measured.bytes);
+    g["error"].push_back(round_sig(p.error(), 3));
+  }
+  rec["per_size"] = Json::array();
+  for (auto& [k, g] : groups) rec["per_size"].push_back(g);
+  nccl["calibration"] = rec;
+  if (!doc.contains("collectives") || !doc["collectives"].is_object()) doc["collectives"] = Json::object();
+  doc["collectives"]["nccl"] = nccl;
+  if (!doc.contains("sources") || !doc["sources"].is_object()) doc["sources"] = Json::object();
+  std::string list;
+  for (const auto& f : files) list += (list.empty() ? "" : ", ") + f;
+  doc["sources"]["collectives.nccl"] = "Fitted by `dtsim calibrate` to " + list + " (" + std::to_string(r.points.size()) +
+                                       " measurements; median |error| " + std::to_string(r.median_abs_error * 100).substr(0, 4) +
+                                       "%); the other constants are NCCL's (src/graph/tuning.cc, topo.h).";
+  return doc;
+}
+
+}  // namespace dtsim

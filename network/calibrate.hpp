@@ -1,0 +1,44 @@
+#pragma once
+// Calibration: fit the latency and bandwidth constants of NCCL's model (collectives.nccl) to
+// measured collective timings, and say how far the fitted model is from every measurement.
+#include <string>
+#include <vector>
+
+#include "network/cluster.hpp"
+#include "network/measured.hpp"
+
+namespace dtsim {
+
+struct CalibratedPoint {
+  MeasuredPoint measured;
+  double before_s = 0;  // the cluster's model as given
+  double after_s = 0;   // fitted
+  std::string algo, protocol;
+  double error() const { return after_s / measured.time_s - 1; }
+  double error_before() const { return before_s / measured.time_s - 1; }
+};
+
+struct CalibrationResult {
+  NcclTuning tuning;                  // the fitted constants
+  std::vector<std::string> fitted;    // which constants the data could pin down
+  std::vector<CalibratedPoint> points;
+  double median_abs_error = 0, max_abs_error = 0;
+  double median_abs_error_before = 0, max_abs_error_before = 0;
+};
+
+// Fits what the points can identify: intra-node latencies, link efficiency, LL/LL128 bandwidth
+// and channels from single-node runs; network latencies and efficiency from multi-node runs.
+// Minimises the squared log error (relative error, as the targets are stated) with Nelder-Mead.
+CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoint>& points);
+
+// The model's time for one measured configuration under `t`.
+CollectiveEstimate predict_measured(const ClusterSpec& c, const NcclTuning& t, const MeasuredPoint& m);
+
+// The cluster document with collectives.nccl replaced by `r`'s constants, the calibration's
+// record under collectives.nccl.calibration and a line in sources.
+Json calibrated_cluster_json(const Json& cluster_doc, const CalibrationResult& r, const std::vector<std::string>& files, const std::string& gpu);
+
+// collectives.nccl as JSON, in the units of the cluster format (inverse of its parser).
+Json nccl_tuning_json(const NcclTuning& t);
+
+}  // namespace dtsim
