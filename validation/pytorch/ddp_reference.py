@@ -114,6 +114,10 @@ def run_config(rank, world, name, batch, prec, a):
     xs, ys = make_batches(batch, size, 1000, rank, a.nbatches, device, torch.float32)
     bf16 = prec == "bf16"
     n_it = a.warmup + a.iters
+    # Peak memory of this configuration alone (model, optimizer state, DDP buckets, activations):
+    # what dtsim's memory model predicts as allocated_peak_bytes.
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats(device)
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(4 * n_it + 1)]
     losses = []
     ddp.train()
@@ -138,6 +142,9 @@ def run_config(rank, world, name, batch, prec, a):
     ev[4 * n_it].record()
     torch.cuda.synchronize()
     wall = time.time() - t_timed
+    mem = torch.tensor([torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)],
+                       device=device, dtype=torch.int64)
+    dist.all_reduce(mem, op=dist.ReduceOp.MAX)
     times, fwd, bwd, optt = [], [], [], []
     for it in range(a.warmup, n_it):
         nxt = ev[4 * (it + 1)]
@@ -194,6 +201,10 @@ def run_config(rank, world, name, batch, prec, a):
                             "allreduce_exposed": None, "host_idle": None,
                             "note": "rank 0, medians; forward = start to after loss (incl. zero_grad), backward = "
                                     "loss.backward() incl. DDP's all-reduces that are not hidden, optimizer = step()"},
+            "memory": {"peak_allocated_bytes": int(mem[0]), "peak_reserved_bytes": int(mem[1]),
+                       "note": "torch.cuda.max_memory_allocated / max_memory_reserved over warm-up and measured "
+                               "iterations, counters reset after the model, optimizer and data were created; "
+                               "largest over ranks"},
             "layers": [],
             "allreduces": [],
             "checks": {"loss_first": sig4(sum(head) / cyc), "loss_last": sig4(sum(tail) / cyc),
