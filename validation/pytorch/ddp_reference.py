@@ -126,6 +126,10 @@ def run_config(rank, world, name, batch, prec, a):
         if it == a.warmup:
             torch.cuda.synchronize()
             dist.barrier()
+            # cudnn.benchmark's trial workspaces inflate the warm-up peak; the measured iterations'
+            # peak is the steady state a training run lives with.
+            warm_peak = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
+            torch.cuda.reset_peak_memory_stats(device)
             t_timed = time.time()
         ev[4 * it].record()
         x, y = xs[it % a.nbatches], ys[it % a.nbatches]
@@ -142,8 +146,8 @@ def run_config(rank, world, name, batch, prec, a):
     ev[4 * n_it].record()
     torch.cuda.synchronize()
     wall = time.time() - t_timed
-    mem = torch.tensor([torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)],
-                       device=device, dtype=torch.int64)
+    mem = torch.tensor([torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device),
+                        warm_peak[0], warm_peak[1]], device=device, dtype=torch.int64)
     dist.all_reduce(mem, op=dist.ReduceOp.MAX)
     times, fwd, bwd, optt = [], [], [], []
     for it in range(a.warmup, n_it):
@@ -202,9 +206,11 @@ def run_config(rank, world, name, batch, prec, a):
                             "note": "rank 0, medians; forward = start to after loss (incl. zero_grad), backward = "
                                     "loss.backward() incl. DDP's all-reduces that are not hidden, optimizer = step()"},
             "memory": {"peak_allocated_bytes": int(mem[0]), "peak_reserved_bytes": int(mem[1]),
-                       "note": "torch.cuda.max_memory_allocated / max_memory_reserved over warm-up and measured "
-                               "iterations, counters reset after the model, optimizer and data were created; "
-                               "largest over ranks"},
+                       "warmup_peak_allocated_bytes": int(mem[2]), "warmup_peak_reserved_bytes": int(mem[3]),
+                       "note": "torch.cuda.max_memory_allocated / max_memory_reserved, largest over ranks: peak_* over "
+                               "the measured iterations (counters reset after warm-up), warmup_peak_* from after the "
+                               "model, optimizer and data (nbatches input batches) were created to the end of warm-up, "
+                               "which includes cudnn.benchmark's trial workspaces"},
             "layers": [],
             "allreduces": [],
             "checks": {"loss_first": sig4(sum(head) / cyc), "loss_last": sig4(sum(tail) / cyc),
