@@ -4,6 +4,7 @@
 #include "cli/command.hpp"
 #include "common/output.hpp"
 #include "model/model_json.hpp"
+#include "network/collective.hpp"
 
 namespace dtsim::cli {
 
@@ -20,7 +21,9 @@ void TrainingFlags::add_to(CLI::App* c) {
   c->add_option("--cluster", cluster, "Cluster preset name or JSON file")->capture_default_str();
   c->add_option("--precision", precision, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)")
       ->capture_default_str();
-  c->add_option("--algo", algo, "All-reduce algorithm")->capture_default_str();
+  std::string names;
+  for (const auto& n : collective_algorithm_names()) names += (names.empty() ? "" : ", ") + n;
+  c->add_option("--algo", algo, "All-reduce algorithm: " + names + " (auto: NCCL's choice per bucket)")->capture_default_str();
   c->add_option("--compute-model", compute_model, "Kernel times: auto (measured MLP predictors where shipped, else roofline), mlp, roofline")
       ->capture_default_str();
   c->add_option("--framework", framework, "Framework profile for host costs: harness, pytorch (configs/frameworks) or a JSON file")

@@ -34,7 +34,7 @@ std::string dump(const Json& j);
 struct TrainingFlags {
   std::string cluster = "h100-sxm";
   std::string precision = "fp32";
-  std::string algo = "ring";
+  std::string algo = "auto";  // NCCL's own choice, as the library's TrainingConfig
   std::string compute_model = "auto";
   std::string framework = "pytorch";  // host costs: configs/frameworks/NAME.json or a file
   std::string format = "table";

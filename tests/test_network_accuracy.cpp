@@ -1,10 +1,14 @@
 // The presets against the committed NCCL measurements (validation/data/<gpu>/collective): all-reduce
-// on 2 GPUs of one node, 4 KiB to 1 GiB: median |error| <= 8%, none beyond 15% (issue 5's target).
+// on 2 GPUs of one node, 4 KiB to 1 GiB: median |error| <= 8%, none beyond 15% (issue 5's target);
+// the same bounds on 4 GPUs where a 4-GPU machine was measured (H100).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "network/calibrate.hpp"
 #include "network/cluster.hpp"
@@ -14,15 +18,13 @@
 using namespace dtsim;
 namespace fs = std::filesystem;
 
-TEST_CASE("accuracy: presets reproduce measured 2-GPU NCCL all-reduce") {
+TEST_CASE("accuracy: presets reproduce measured NCCL all-reduce on one node") {
   const fs::path data = fs::path(DTSIM_TEST_DATA).parent_path().parent_path() / "validation" / "data";
   int checked = 0;
-  for (const char* preset : {"h100-sxm", "h200-sxm"}) {
-    const fs::path file = data / preset / "collective" / "allreduce_2gpu.json";
-    if (!fs::exists(file)) {
-      WARN("no measured all-reduce for " << preset << " (" << file.string() << "): skipped");
-      continue;
-    }
+  for (const auto& [preset, measured] : std::vector<std::pair<std::string, std::string>>{
+           {"h100-sxm", "allreduce_2gpu.json"}, {"h100-sxm", "allreduce_4gpu.json"}, {"h200-sxm", "allreduce_2gpu.json"}}) {
+    const fs::path file = data / preset / "collective" / measured;
+    REQUIRE(fs::exists(file));
     const ClusterSpec c = load_cluster(preset);
     auto algo = make_collective_algorithm("auto");
     std::vector<double> errors;
@@ -30,15 +32,15 @@ TEST_CASE("accuracy: presets reproduce measured 2-GPU NCCL all-reduce") {
       if (m.bytes < 4096 || m.bytes > (1 << 30)) continue;
       const double t = algo->time_s(m.op, m.bytes, place(c, m.gpus), c);
       errors.push_back(std::fabs(t / m.time_s - 1));
-      INFO(preset << " " << m.bytes << " B: measured " << m.time_s << " s, predicted " << t << " s");
+      INFO(preset << " " << measured << " " << m.bytes << " B: measured " << m.time_s << " s, predicted " << t << " s");
       CHECK(std::fabs(t / m.time_s - 1) <= 0.15);
     }
     REQUIRE(errors.size() >= 19);
     std::sort(errors.begin(), errors.end());
     const double median = errors[errors.size() / 2];
-    INFO(preset << " median |error| " << median);
+    INFO(preset << " " << measured << " median |error| " << median);
     CHECK(median <= 0.08);
     ++checked;
   }
-  CHECK(checked >= 0);
+  CHECK(checked == 3);
 }
