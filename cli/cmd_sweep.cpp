@@ -7,6 +7,7 @@
 #include "common/output.hpp"
 #include "common/plot.hpp"
 #include "common/progress.hpp"
+#include "model/framework.hpp"
 #include "model/model_json.hpp"
 #include "model/report.hpp"
 #include "model/study_plots.hpp"
@@ -92,7 +93,7 @@ class SweepCommand : public Command {
       for (const auto& [given, flag] : {std::pair<bool, const char*>{!models_.empty(), "--model"}, {!batches_.empty(), "--batch-per-gpu"},
                                         {gpus_opt_->count() > 0, "--gpus"}, {nodes_opt_->count() > 0, "--nodes"}, {whatif_.any(), "what-if flags"},
                                         {given_("--cluster"), "--cluster"}, {given_("--precision"), "--precision"}, {given_("--algo"), "--algo"},
-                                        {given_("--no-overlap"), "--no-overlap"}})
+                                        {given_("--no-overlap"), "--no-overlap"}, {given_("--framework"), "--framework"}})
         if (given) throw InputError("--sweep", std::string("the sweep file sets the configurations; drop ") + flag + " or the file");
       s = load_sweep(sweep_file_);
     } else {
@@ -109,6 +110,8 @@ class SweepCommand : public Command {
         s.models.push_back(m);
       }
       s.cluster = flags_.cluster;
+      s.framework = flags_.framework;
+      load_framework(s.framework);
       s.precision = flags_.precision;
       parse_precision(s.precision);
       s.algo = flags_.algo;

@@ -6,6 +6,7 @@
 #include "common/args.hpp"
 #include "common/error.hpp"
 #include "common/output.hpp"
+#include "model/framework.hpp"
 #include "model/model_json.hpp"
 
 namespace dtsim {
@@ -158,6 +159,13 @@ SweepSpec parse_sweep(const Json& doc, const std::string& what) {
     if (e.where() == "--cluster") o.fail("cluster", e.rule());
     throw;
   }
+  s.framework = o.str_or("framework", s.framework);
+  try {
+    load_framework(s.framework);
+  } catch (const InputError& e) {
+    if (e.where() == "--framework") o.fail("framework", e.rule());
+    throw;
+  }
   if (o.has("cluster_nodes")) s.cluster_nodes = o.integer("cluster_nodes", 1, kMaxClusterNodes);
   s.precision = o.str_or("precision", s.precision);
   try {
@@ -241,7 +249,7 @@ SweepSpec load_sweep(const std::string& path) { return parse_sweep(load_json_fil
 size_t sweep_size(const SweepSpec& s) { return s.models.size() * s.what_ifs.size() * s.batches.size() * s.gpus.size(); }
 
 SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
-  ClusterSpec base = load_cluster(s.cluster);
+  ClusterSpec base = apply_framework(load_cluster(s.cluster), load_framework(s.framework));
   if (s.cluster_nodes) base.nodes = static_cast<int>(*s.cluster_nodes);
   TrainingConfig cfg;
   cfg.precision = parse_precision(s.precision);

@@ -52,6 +52,7 @@ struct SweepSpec {
   std::string name;  // the file's, or "sweep"
   std::vector<std::string> models;
   std::string cluster = "h100-sxm";
+  std::string framework = "pytorch";  // configs/frameworks profile (host costs)
   std::optional<int64_t> cluster_nodes;  // raise (or lower) the cluster's node count for the study
   std::string precision = "fp32";
   std::optional<std::string> algo;  // TrainingConfig's default unless given
