@@ -20,6 +20,18 @@ static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k,
   return simulate_iteration(g, k, compute, allreduce, opt);
 }
 
+// A strategy parameter given to a strategy that does not read it is a mistake worth naming.
+static void check_strategy_params(const std::string& strategy, const StrategyParams& sp) {
+  const bool easgd = strategy == "easgd-sync" || strategy == "easgd-async" || strategy == "measgd-async" || strategy == "hogwild-easgd";
+  const std::pair<bool, std::pair<const char*, bool>> uses[] = {
+      {sp.global_skip != 0, {"--global-skip", strategy == "daso"}}, {sp.batches_to_wait != -1, {"--batches-to-wait", strategy == "daso"}},
+      {sp.tau != 0, {"--tau", easgd}},                              {sp.servers != 0, {"--servers", strategy == "ps"}},
+      {sp.pr != 0, {"--pr", strategy == "grid"}},                   {sp.pc != 0, {"--pc", strategy == "grid"}},
+      {sp.domain, {"--domain", strategy == "grid"}}};
+  for (const auto& [given, flag] : uses)
+    if (given && !flag.second) throw InputError(flag.first, "does not apply to --strategy " + strategy);
+}
+
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch) {
   auto compute = make_compute_model(cfg.compute_model, c.gpu);
   auto algo = make_collective_algorithm(cfg.algo);
@@ -35,6 +47,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   auto compute = make_compute_model(cfg.compute_model, c.gpu);
   auto algo = make_collective_algorithm(cfg.algo);
   auto strategy = make_strategy(cfg.strategy);
+  check_strategy_params(strategy->name(), cfg.strategy_params);
   const IterationKernels kernels = lower_iteration(g, cfg.batch_per_gpu, cfg.precision);
 
   Prediction p;

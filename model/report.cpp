@@ -111,8 +111,11 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
       {"iteration", fmt_time(it), ""},
       {"throughput", fmt_rate(p.throughput_samples_per_s) + " samples/s", ""},
       {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; " + p.compute_note},
-      {"communication", fmt_time(p.comm_s), fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
-                                                 (p.gpus > 1 ? ", limited by the " + p.comm_bottleneck : "") + (p.overlap ? ", overlapped" : ", after backward")},
+      {"communication", fmt_time(p.comm_s),
+       p.strategy.name == "dp" || p.strategy.name.empty()
+           ? fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
+                 (p.gpus > 1 ? ", limited by the " + p.comm_bottleneck : "") + (p.overlap ? ", overlapped" : ", after backward")
+           : "per step, as the " + p.strategy.name + " strategy communicates (below)"},
       {"exposed communication", fmt_time(p.exposed_comm_s), pct(p.exposed_comm_s / it) + " of the iteration"},
       {"host-bound idle", fmt_time(p.host_idle_s), pct(p.host_idle_s / it) + " of the iteration"},
       {"optimizer", fmt_time(p.optimizer_s), ""},

@@ -342,6 +342,15 @@ TEST_CASE("strategies: predict rejects bad strategy parameters naming the flag")
   StrategyParams t;
   t.tau = -2;
   CHECK_THROWS_AS(run(g, h100(), 8, 32, "easgd-sync", t), InputError);
+  // A parameter of another strategy is named, not ignored.
+  StrategyParams skip;
+  skip.global_skip = 4;
+  try {
+    run(g, h100(), 8, 32, "easgd-async", skip);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.where() == "--global-skip");
+  }
 }
 
 namespace {
