@@ -113,6 +113,9 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
       p.host_idle_s = o.timeline.host_idle_s;
       p.optimizer_s = o.timeline.optimizer_s;
       p.strategy.timeline = {};  // kept once, in p.timeline
+    } else {
+      // No replayed step: the host-bound remainder is what compute and waiting do not explain.
+      p.host_idle_s = std::max(0.0, o.step_s - o.compute_s - o.exposed_comm_s);
     }
     p.iteration_s = o.step_s;
     p.compute_s = o.compute_s;

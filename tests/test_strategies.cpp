@@ -89,6 +89,20 @@ TEST_CASE("strategies: dp is today's prediction, unchanged") {
   CHECK(p.iteration_s == Approx(p.compute_s + p.host_idle_s + p.exposed_comm_s).epsilon(1e-9));
 }
 
+TEST_CASE("strategies: every step is compute plus host-bound idle plus exposed communication") {
+  Graph g = load_model("resnet18");
+  for (const auto& name : strategy_names())
+    for (int gpus : {1, 8, 32}) {
+      INFO(name << " gpus " << gpus);
+      Prediction p = run(g, h100(), gpus, 32, name);
+      CHECK(p.iteration_s == Approx(p.compute_s + p.host_idle_s + p.exposed_comm_s).epsilon(1e-9));
+      CHECK(p.exposed_comm_s >= 0);
+      CHECK(p.strategy.comm_share >= 0);
+      CHECK(p.strategy.comm_share <= 1);
+      CHECK(p.throughput_samples_per_s == Approx(32.0 * gpus / p.iteration_s));
+    }
+}
+
 TEST_CASE("strategies: hierarchical is dp with the hierarchical all-reduce per bucket") {
   Graph g = load_model("resnet50");
   Prediction h = run(g, h100(), 32, 64, "hierarchical");
