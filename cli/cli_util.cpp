@@ -29,6 +29,16 @@ void TrainingFlags::add_to(CLI::App* c) {
   c->add_option("--framework", framework, "Framework profile for host costs: harness, pytorch (configs/frameworks) or a JSON file")
       ->capture_default_str();
   c->add_flag("--no-overlap", no_overlap, "All-reduce gradients after the backward pass instead of overlapping");
+  c->add_option("--strategy", strategy, "Training strategy (dtsim strategies lists them): dp, hierarchical, daso, easgd-sync, easgd-async, "
+                "measgd-async, hogwild-easgd, ps, grid")->capture_default_str();
+  StrategyParams& sp = strategy_params;
+  c->add_option("--global-skip", sp.global_skip, "daso: steps between global averagings (default: configs/strategies.json)");
+  c->add_option("--batches-to-wait", sp.batches_to_wait, "daso: steps after which a global averaging is awaited (default: configs/strategies.json)");
+  c->add_option("--tau", sp.tau, "easgd family: steps between exchanges with the centre (default: configs/strategies.json)");
+  c->add_option("--servers", sp.servers, "ps: parameter servers (default: configs/strategies.json; 0 = one per node)");
+  c->add_option("--pr", sp.pr, "grid: model-parallel axis Pr of P = Pr x Pc (default: the best factorisation)");
+  c->add_option("--pc", sp.pc, "grid: batch-parallel axis Pc of P = Pr x Pc");
+  c->add_flag("--domain", sp.domain, "grid: domain (spatial) parallel convolutions instead of model parallel ones");
   c->add_option("--format", format, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
   c->add_option("--out", out, "Write the output to FILE (atomically) instead of stdout");
 }
@@ -57,6 +67,8 @@ TrainingConfig TrainingFlags::config() const {
   cfg.algo = algo;
   cfg.compute_model = compute_model;
   if (no_overlap) cfg.overlap = false;
+  cfg.strategy = strategy;
+  cfg.strategy_params = strategy_params;
   return cfg;
 }
 

@@ -126,6 +126,9 @@ class SweepCommand : public Command {
       if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
       s.cluster_nodes = cluster_nodes_;
     }
+    s.strategy = flags_.strategy;
+    s.strategy_params = flags_.strategy_params;
+    make_strategy(s.strategy);  // fails early, naming --strategy
     s.train = train_.goal(s.train);
     s.allow_unknown_ops = allow_unknown_ops_;
     return s;

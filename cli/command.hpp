@@ -40,6 +40,8 @@ struct TrainingFlags {
   std::string format = "table";
   std::string out;
   bool no_overlap = false;
+  std::string strategy = "dp";     // --strategy and its parameters (model/strategy.hpp)
+  StrategyParams strategy_params;
   bool allow_unknown_ops = false;  // a command that loads with load_model() adds the flag (add_allow_unknown_ops)
   void add_to(CLI::App* c);
   TrainingConfig config() const;

@@ -11,12 +11,16 @@ std::unique_ptr<Command> make_roofline_command();
 std::unique_ptr<Command> make_kernel_command();
 std::unique_ptr<Command> make_train_predictors_command();
 std::unique_ptr<Command> make_validate_command();
+std::unique_ptr<Command> make_strategies_command();
+std::unique_ptr<Command> make_grid_command();
 
 // The order here is the order of `dtsim --help`.
 std::vector<std::unique_ptr<Command>> all_commands() {
   std::vector<std::unique_ptr<Command>> c;
   c.push_back(make_predict_command());
   c.push_back(make_sweep_command());
+  c.push_back(make_strategies_command());
+  c.push_back(make_grid_command());
   c.push_back(make_collective_command());
   c.push_back(make_calibrate_command());
   c.push_back(make_roofline_command());

@@ -9,6 +9,7 @@
 #include "model/graph.hpp"
 #include "model/kernels.hpp"
 #include "model/schedule.hpp"
+#include "model/strategy.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
 
@@ -22,6 +23,8 @@ struct TrainingConfig {
   std::string compute_model = "auto";
   std::optional<bool> overlap;  // the framework's setting unless given
   bool record_kernels = false;
+  std::string strategy = "dp";  // model/strategy.hpp: dp, hierarchical, daso, easgd-*, ps, grid
+  StrategyParams strategy_params;
 };
 
 struct Prediction {
@@ -39,10 +42,15 @@ struct Prediction {
   int64_t grad_bytes = 0;
   std::vector<std::string> layer_names;
   IterationTimeline timeline;
+  // The training strategy and what it changed; for `dp` its numbers are the fields above.
+  StrategyOutcome strategy;
 };
 
 // Checks the configuration (InputError naming the flag) and predicts it.
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg);
+
+// One GPU's step at `batch` samples, without communication (a strategy's local step, a grid column).
+IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch);
 
 // Largest batch per GPU accepted; beyond it the question is not a training configuration.
 constexpr int64_t kMaxBatchPerGpu = 1 << 20;

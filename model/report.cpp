@@ -6,8 +6,22 @@
 
 namespace dtsim {
 
+static Json strategy_json(const StrategyOutcome& o) {
+  Json j = {{"name", o.name}, {"comm_share", o.comm_share}, {"trade_off", o.trade_off}};
+  Json params = Json::object();
+  for (const auto& [k, v] : o.parameters) params[k] = v;
+  j["parameters"] = params;
+  if (!o.phases.empty()) {
+    Json phases = Json::array();
+    for (const auto& ph : o.phases)
+      phases.push_back({{"phase", ph.name}, {"fraction_of_steps", ph.fraction_of_steps}, {"step_s", ph.step_s}, {"comm_s", ph.comm_s}});
+    j["phases"] = phases;
+  }
+  return j;
+}
+
 Json prediction_summary_json(const Prediction& p) {
-  return Json{
+  Json j = Json{
       {"model", p.model},
       {"cluster", p.cluster},
       {"gpu", p.gpu},
@@ -33,6 +47,8 @@ Json prediction_summary_json(const Prediction& p) {
       {"bottleneck", p.bottleneck},
       {"comm_bottleneck", p.comm_bottleneck},
   };
+  j["strategy"] = strategy_json(p.strategy);
+  return j;
 }
 
 Json prediction_json(const Prediction& p) {
@@ -95,15 +111,26 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
       {"iteration", fmt_time(it), ""},
       {"throughput", fmt_rate(p.throughput_samples_per_s) + " samples/s", ""},
       {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; " + p.compute_note},
-      {"communication", fmt_time(p.comm_s), fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
-                                                 (p.gpus > 1 ? ", limited by the " + p.comm_bottleneck : "") + (p.overlap ? ", overlapped" : ", after backward")},
+      {"communication", fmt_time(p.comm_s),
+       p.strategy.name == "dp" || p.strategy.name.empty()
+           ? fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
+                 (p.gpus > 1 ? ", limited by the " + p.comm_bottleneck : "") + (p.overlap ? ", overlapped" : ", after backward")
+           : "per step, as the " + p.strategy.name + " strategy communicates (below)"},
       {"exposed communication", fmt_time(p.exposed_comm_s), pct(p.exposed_comm_s / it) + " of the iteration"},
       {"host-bound idle", fmt_time(p.host_idle_s), pct(p.host_idle_s / it) + " of the iteration"},
       {"optimizer", fmt_time(p.optimizer_s), ""},
       {"scaling efficiency", pct(p.scaling_efficiency), "t(1 GPU) = " + fmt_time(p.single_gpu_iteration_s) + " at the same batch per GPU"},
       {"bottleneck", p.bottleneck, ""},
   };
+  const StrategyOutcome& st = p.strategy;
+  std::string params;
+  for (const auto& [k, v] : st.parameters) params += (params.empty() ? "" : ", ") + k + " " + fmt_sig(v, 4);
+  t.rows.push_back({"strategy", st.name, params});
+  t.rows.push_back({"communication share", pct(st.comm_share), "communication time / iteration time"});
+  for (const auto& ph : st.phases)
+    t.rows.push_back({"  phase " + ph.name, fmt_time(ph.step_s), pct(ph.fraction_of_steps) + " of the steps; communication " + fmt_time(ph.comm_s) + " per step"});
   s += t.to_text();
+  s += "Trades away: " + st.trade_off + "\n";
   if (with_layers) {
     Table lt;
     lt.header = {"layer", "fwd", "bwd", "grad bytes"};
@@ -145,6 +172,7 @@ StudyColumns study_columns_for(const std::vector<StudyRow>& rows) {
   StudyColumns c;
   for (const auto& r : rows) {
     c.what_if |= !r.what_if.is_baseline() || !r.what_if.name.empty();
+    c.strategy |= r.p.strategy.name != "dp";
     c.train |= r.train.has_value();
     c.cost |= r.train && r.train->cost.has_value();
   }
@@ -155,12 +183,14 @@ std::vector<std::string> study_columns(bool human, const StudyColumns& c) {
   std::vector<std::string> h = prediction_columns(human);
   if (human) {
     if (c.what_if) h.insert(h.begin() + 1, "what-if");
+    if (c.strategy) h.insert(h.end(), {"strategy", "comm share"});
     h.push_back("memory/GPU");
     if (c.train) h.insert(h.end(), {"time to train", "GPU-hours"});
     if (c.cost) h.push_back("cost");
     return h;
   }
   h.insert(h.end(), {"what_if", "memory_device_bytes", "fits"});
+  if (c.strategy) h.insert(h.end(), {"strategy", "comm_share"});
   if (c.train) h.insert(h.end(), {"train_time_s", "gpu_hours"});
   if (c.cost) h.push_back("cost");
   return h;
@@ -170,6 +200,7 @@ std::vector<std::string> study_row_cells(const StudyRow& r, bool human, const St
   std::vector<std::string> v = prediction_row(r.p, human);
   if (human) {
     if (c.what_if) v.insert(v.begin() + 1, r.what_if.label());
+    if (c.strategy) v.insert(v.end(), {r.p.strategy.name, pct(r.p.strategy.comm_share)});
     v.push_back(fmt_bytes(r.memory.device_bytes) + (r.memory.fits ? "" : " NO FIT"));
     if (c.train) {
       v.push_back(r.train ? fmt_duration(r.train->time_s) : "");
@@ -179,6 +210,7 @@ std::vector<std::string> study_row_cells(const StudyRow& r, bool human, const St
     return v;
   }
   v.insert(v.end(), {r.what_if.label(), fmt_sig(r.memory.device_bytes, 6), r.memory.fits ? "true" : "false"});
+  if (c.strategy) v.insert(v.end(), {r.p.strategy.name, fmt_sig(r.p.strategy.comm_share, 6)});
   if (c.train) {
     v.push_back(r.train ? fmt_sig(r.train->time_s, 6) : "");
     v.push_back(r.train ? fmt_sig(r.train->gpu_hours, 6) : "");

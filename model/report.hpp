@@ -31,6 +31,7 @@ Json study_row_json(const StudyRow& r);
 // `train` the time-to-train columns, `cost` the cost column.
 struct StudyColumns {
   bool what_if = false, train = false, cost = false;
+  bool strategy = false;  // a strategy other than dp: its name and communication share
 };
 StudyColumns study_columns_for(const std::vector<StudyRow>& rows);
 std::vector<std::string> study_columns(bool human, const StudyColumns& c);

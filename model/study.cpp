@@ -255,6 +255,8 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
   cfg.precision = parse_precision(s.precision);
   if (s.algo) cfg.algo = *s.algo;
   cfg.overlap = s.overlap;
+  cfg.strategy = s.strategy;
+  cfg.strategy_params = s.strategy_params;
 
   // Every what-if's cluster, checked against the largest job before any work is done.
   std::vector<ClusterSpec> clusters;

@@ -57,6 +57,8 @@ struct SweepSpec {
   std::string precision = "fp32";
   std::optional<std::string> algo;  // TrainingConfig's default unless given
   std::optional<bool> overlap;
+  std::string strategy = "dp";  // --strategy (not a sweep-file field)
+  StrategyParams strategy_params;
   std::vector<int64_t> batches;
   std::vector<int64_t> gpus;  // GPU counts; when `by_nodes`, node counts
   bool by_nodes = false;

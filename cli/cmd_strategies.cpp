@@ -1,0 +1,43 @@
+#include "cli/command.hpp"
+#include "common/output.hpp"
+#include "model/strategy.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+class StrategiesCommand : public Command {
+ public:
+  CLI::App* add(CLI::App& app) override {
+    auto* c = app.add_subcommand("strategies", "List the training strategies --strategy takes (DESIGN §5), one line each");
+    c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
+    c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
+    return c;
+  }
+
+  int run() override {
+    Table t{{"strategy", "what it does", "what it trades away"}, {}};
+    Json rows = Json::array();
+    for (const auto& n : strategy_names()) {
+      auto s = make_strategy(n);
+      t.rows.push_back({n, s->summary(), s->trade_off()});
+      rows.push_back({{"strategy", n}, {"summary", s->summary()}, {"trade_off", s->trade_off()}});
+    }
+    if (format_ == "json") emit(out_, dump(rows));
+    else if (format_ == "csv") emit(out_, t.to_csv());
+    else {
+      std::string text;
+      for (const auto& r : t.rows) text += r[0] + std::string(r[0].size() < 14 ? 14 - r[0].size() : 1, ' ') + r[1] + "\n";
+      emit(out_, text + "Defaults: configs/strategies.json; `dtsim strategies --format csv` adds what each trades away.\n");
+    }
+    return 0;
+  }
+
+ private:
+  std::string format_ = "table", out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_strategies_command() { return std::make_unique<StrategiesCommand>(); }
+
+}  // namespace dtsim::cli

@@ -1,0 +1,27 @@
+#pragma once
+// Synchronous data parallelism: every step, every GPU's gradients are summed before the optimizer.
+// `dp` all-reduces DDP's buckets with the --algo algorithm (today's behaviour); `hierarchical`
+// reduce-scatters inside each node, all-reduces among the nodes (one ring per local rank, i.e. per
+// rail) and all-gathers inside each node; `ps` pushes each bucket to S parameter servers and pulls
+// the sum back (DESIGN §4: 2·n·max(p/S, 1)·β_server + 2α per bucket).
+#include "model/strategy.hpp"
+
+namespace dtsim {
+
+// A strategy outcome read off one replayed DDP step.
+StrategyOutcome outcome_from_timeline(const std::string& name, const std::string& trade_off, const IterationTimeline& t);
+
+class DataParallelStrategy : public Strategy {
+ public:
+  enum Kind { Flat, Hierarchical, ParameterServer };
+  explicit DataParallelStrategy(Kind k) : kind_(k) {}
+  std::string name() const override;
+  std::string summary() const override;
+  std::string trade_off() const override;
+  StrategyOutcome predict(const StrategyContext& ctx) const override;
+
+ private:
+  Kind kind_;
+};
+
+}  // namespace dtsim
