@@ -23,6 +23,10 @@ MemorySpec parse_memory_spec(const Json& doc, const std::string& what) {
   m.nccl_buffer_bytes = static_cast<double>(o.integer("nccl_channels", 0, 1024)) * o.number("nccl_buffer_MiB_per_channel", 0, 1 << 20) * 1048576.0;
   m.cuda_context_bytes = o.number("cuda_context_MiB", 0, 1 << 20) * 1048576.0;
   m.allocator_reserve_fraction = o.number("allocator_reserve_fraction", 0, 1);
+  m.ddp_buckets_on_one_gpu = o.boolean_or("ddp_buckets_on_one_gpu", true);
+  m.optimizer_step_temp_bytes_per_param = o.number_or("optimizer_step_temp_bytes_per_param", 0, 0, 64);
+  m.library_workspace_bytes = o.number_or("library_workspace_MiB", 0, 0, 1 << 20) * 1048576.0;
+  m.input_batches_held = o.number_or("input_batches_held", 1, 0, 1 << 20);
   o.reject_unknown();
   return m;
 }
@@ -41,26 +45,42 @@ bool is_16bit(Precision p) { return p == Precision::BF16 || p == Precision::FP16
 
 // Activations whose backward needs the result rather than the input (PyTorch's derivatives.yaml:
 // threshold_backward(grad, result) for an in-place ReLU, sigmoid_backward and tanh_backward take the
-// output).
-bool saves_output(const std::string& act) { return act == "relu" || act == "relu6" || act == "sigmoid" || act == "tanh"; }
+// output). ReLU6 is hardtanh, whose backward takes the input: in place (hardtanh_), autograd saves a
+// copy of the input before overwriting it (measured: mobilenet_v2 b32 keeps its ReLU6 outputs' size
+// once more, 805 MB against 782 MB counted, validation/data/h100-sxm/memory_phases.txt).
+bool saves_output(const std::string& act) { return act == "relu" || act == "sigmoid" || act == "tanh"; }
 // torchvision builds ReLU and ReLU6 with inplace=True: the result overwrites its input.
 bool in_place(const std::string& act) { return act == "relu" || act == "relu6"; }
 
 }  // namespace
 
-double saved_activation_bytes(const Graph& g, int64_t batch, Precision p) {
+// The tensors autograd saves, and when the backward pass lets each go: a saved tensor is freed once
+// the backward of the earliest layer (in forward order) that saved it has run. freed_at[i] holds the
+// bytes freed after layer i's backward; input_bytes is the model input's FP32 batch, which the
+// training loop holds all step long (and autocast's conv/linear read through a 16-bit cast copy).
+struct SavedTensors {
+  std::vector<double> freed_at;
+  double input_bytes = 0;
+  double total = 0;  // including the input batch
+};
+
+static SavedTensors saved_tensors(const Graph& g, int64_t batch, Precision p) {
   const int L = static_cast<int>(g.layers.size());
   const double n = static_cast<double>(batch);
   const double ab = is_16bit(p) ? 2 : 4;
   // storage[i]: which allocation layer i's output lives in (index L is the model input).
   std::vector<int> storage(L + 1);
   std::vector<double> storage_bytes(L + 1, 0.0);
-  std::vector<bool> saved(L + 1, false);
+  std::vector<int> first_saver(L + 1, -1);  // earliest layer that saves the storage; -1: none
+  SavedTensors st;
+  st.freed_at.assign(L, 0.0);
   storage[L] = L;
   storage_bytes[L] = n * g.input.elements() * 4;  // the FP32 batch the data loader put on the GPU
-  saved[L] = true;                                // held by the training loop all step long
+  st.input_bytes = storage_bytes[L];
   auto store_of = [&](int input) { return input < 0 ? L : storage[input]; };
-  double extra = 0;  // saved tensors that are not layer outputs: masks, indices, statistics, casts
+  auto save = [&](int s, int layer) {
+    if (first_saver[s] < 0 || layer < first_saver[s]) first_saver[s] = layer;
+  };
 
   for (int i = 0; i < L; ++i) {
     const Layer& l = g.layers[i];
@@ -84,23 +104,25 @@ double saved_activation_bytes(const Graph& g, int64_t batch, Precision p) {
       storage[i] = store_of(in0);
       storage_bytes[i] = 0;
     }
+    double& extra = st.freed_at[i];  // saved tensors that are not layer outputs: masks, indices, statistics, casts
     switch (l.op) {
       case Op::Conv2d:
       case Op::Linear:
         // Autocast casts the FP32 model input to 16 bits; the cast copy is what backward keeps.
         if (in0 < 0 && is_16bit(p)) extra += in_el * 2;
-        else saved[store_of(in0)] = true;
+        else save(store_of(in0), i);
         break;
       case Op::BatchNorm2d:
-        saved[store_of(in0)] = true;
+        save(store_of(in0), i);
         extra += 2.0 * l.in[0].c * 4;  // save_mean, save_invstd
         break;
       case Op::Activation:
-        if (saves_output(l.activation)) saved[storage[i]] = true;
-        else saved[store_of(in0)] = true;
+        if (saves_output(l.activation)) save(storage[i], i);
+        else if (alias) extra += out_el * ab;  // in place, backward needs the input: a saved copy
+        else save(store_of(in0), i);
         break;
       case Op::MaxPool2d:
-        saved[store_of(in0)] = true;
+        save(store_of(in0), i);
         extra += out_el * 8;  // int64 argmax indices
         break;
       case Op::Dropout:
@@ -118,43 +140,86 @@ double saved_activation_bytes(const Graph& g, int64_t batch, Precision p) {
         break;  // backward needs only shapes
       default:
         // Operators this count does not know in detail keep their inputs, the safe guess.
-        for (int in : l.inputs) saved[store_of(in)] = true;
+        for (int in : l.inputs) save(store_of(in), i);
         break;
     }
   }
-  double total = extra;
-  for (int s = 0; s <= L; ++s)
-    if (saved[s]) total += storage_bytes[s];
-  return total;
+  for (int i = 0; i < L; ++i) st.total += st.freed_at[i];
+  for (int s = 0; s < L; ++s)
+    if (first_saver[s] >= 0) {
+      st.freed_at[first_saver[s]] += storage_bytes[s];
+      st.total += storage_bytes[s];
+    }
+  if (first_saver[L] >= 0) st.total += storage_bytes[L];
+  return st;
 }
 
-MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu, const MemorySpec& spec) {
+double saved_activation_bytes(const Graph& g, int64_t batch, Precision p) { return saved_tensors(g, batch, p).total; }
+
+MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu, const MemorySpec& spec,
+                     double input_batches_held) {
   MemoryFit m;
+  const int L = static_cast<int>(g.layers.size());
   const double n = static_cast<double>(batch);
   const double ab = is_16bit(p) ? 2 : 4;
   const double params = static_cast<double>(g.params());
+  if (input_batches_held < 0) input_batches_held = spec.input_batches_held;
   m.weights_bytes = params * 4;
   m.gradients_bytes = params * 4;
   m.optimizer_bytes = params * spec.optimizer_state_bytes_per_param;
-  m.activations_bytes = saved_activation_bytes(g, batch, p);
-  double largest_out = 0, workspace = 0, matmul_params = 0;
-  for (const Layer& l : g.layers) {
-    largest_out = std::max(largest_out, n * l.out.elements() * ab);
-    if (l.op == Op::Conv2d || l.op == Op::Linear) matmul_params += static_cast<double>(l.params());
+  const SavedTensors st = saved_tensors(g, batch, p);
+  m.activations_bytes = st.total - st.input_bytes;  // the batch itself is counted as input data
+  // Input data: FP32 samples and int64 labels, for every batch the training loop keeps on the GPU.
+  m.input_bytes = input_batches_held * (st.input_bytes + n * 8);
+  m.library_bytes = spec.library_workspace_bytes;
+  if (gpus > 1 || spec.ddp_buckets_on_one_gpu) m.buckets_bytes = spec.gradient_bucket_copy ? params * 4 : 0;
+  if (gpus > 1) m.nccl_bytes = spec.nccl_buffer_bytes;
+  // Held all step long (grads are not: zero_grad(set_to_none=True) frees them before the forward).
+  const double base = m.weights_bytes + m.optimizer_bytes + m.buckets_bytes + m.input_bytes + m.library_bytes;
+
+  // Optimizer step: all gradients, plus foreach SGD's temporaries (weight decay: grads + wd * params
+  // into a new list).
+  m.step_temp_bytes = params * spec.optimizer_step_temp_bytes_per_param;
+  m.step_peak_bytes = base + m.gradients_bytes + m.step_temp_bytes;
+
+  // Forward and backward: every saved tensor is alive at the end of the forward pass; the backward
+  // pass walks the layers in reverse, creating FP32 parameter gradients and freeing saved tensors
+  // (and autocast's 16-bit weight copies) as it goes. At layer i it also holds the gradient flowing
+  // in and the one it produces, and a convolution's cuDNN workspace.
+  double live_saved = 0, copies = 0;
+  for (int i = 0; i < L; ++i) {
+    live_saved += st.freed_at[i];
+    const Layer& l = g.layers[i];
+    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies += static_cast<double>(l.params()) * 2;
+  }
+  m.weight_copies_bytes = copies;
+  double grads = 0, peak = 0, largest_flow = 0, largest_ws = 0;
+  for (int i = L - 1; i >= 0; --i) {
+    const Layer& l = g.layers[i];
+    const double lp = static_cast<double>(l.params());
+    grads += lp * 4;
+    double in_el = 0;
+    for (const Shape& s : l.in) in_el += s.elements();
+    const double flow = n * (l.out.elements() + in_el) * ab + (is_16bit(p) ? lp * 2 : 0);
+    double ws = 0;
     if (l.op == Op::Conv2d) {
-      double operands = n * (l.in[0].elements() + l.out.elements()) * ab + l.params() * ab;
-      workspace = std::max(workspace, operands * spec.conv_workspace_operand_factor);
+      double operands = n * (l.in[0].elements() + l.out.elements()) * ab + lp * ab;
+      ws = std::min(operands * spec.conv_workspace_operand_factor, spec.conv_workspace_max_bytes);
     }
+    const double live = grads + live_saved + copies + flow + ws;
+    if (live > peak) {
+      peak = live;
+      largest_flow = flow;
+      largest_ws = ws;
+    }
+    live_saved -= st.freed_at[i];
+    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies -= lp * 2;
   }
-  m.weight_copies_bytes = is_16bit(p) ? matmul_params * 2 : 0;
-  m.transient_bytes = 2 * largest_out;
-  m.workspace_bytes = std::min(workspace, spec.conv_workspace_max_bytes);
-  if (gpus > 1) {
-    m.buckets_bytes = spec.gradient_bucket_copy ? params * 4 : 0;
-    m.nccl_bytes = spec.nccl_buffer_bytes;
-  }
-  m.allocated_peak_bytes = m.weights_bytes + m.weight_copies_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes +
-                           m.transient_bytes + m.workspace_bytes + m.buckets_bytes;
+  m.transient_bytes = largest_flow;
+  m.workspace_bytes = largest_ws;
+  m.backward_peak_bytes = base + peak;
+  m.peak_phase = m.backward_peak_bytes >= m.step_peak_bytes ? "backward" : "optimizer step";
+  m.allocated_peak_bytes = std::max(m.backward_peak_bytes, m.step_peak_bytes);
   m.reserve_bytes = m.allocated_peak_bytes * spec.allocator_reserve_fraction;
   m.context_bytes = spec.cuda_context_bytes;
   m.device_bytes = m.allocated_peak_bytes + m.reserve_bytes + m.nccl_bytes + m.context_bytes;
@@ -163,7 +228,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
   const std::pair<double, const char*> parts[] = {
       {m.weights_bytes + m.weight_copies_bytes, "parameters"}, {m.gradients_bytes, "gradients"}, {m.optimizer_bytes, "optimizer state"},
       {m.activations_bytes, "activations"},  {m.transient_bytes, "backward transient"},        {m.workspace_bytes, "workspace"},
-      {m.buckets_bytes + m.nccl_bytes, "communication buffers"}, {m.context_bytes, "CUDA context"}};
+      {m.buckets_bytes + m.nccl_bytes, "communication buffers"}, {m.context_bytes, "CUDA context"}, {m.input_bytes, "input data"}};
   m.largest_part = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) { return a.first < b.first; })->second;
   return m;
 }
@@ -177,6 +242,12 @@ Json memory_json(const MemoryFit& m) {
               {"backward_transient_bytes", m.transient_bytes},
               {"workspace_bytes", m.workspace_bytes},
               {"ddp_buckets_bytes", m.buckets_bytes},
+              {"input_data_bytes", m.input_bytes},
+              {"library_workspace_bytes", m.library_bytes},
+              {"optimizer_step_temp_bytes", m.step_temp_bytes},
+              {"backward_peak_bytes", m.backward_peak_bytes},
+              {"optimizer_step_peak_bytes", m.step_peak_bytes},
+              {"peak_phase", m.peak_phase},
               {"nccl_buffers_bytes", m.nccl_bytes},
               {"cuda_context_bytes", m.context_bytes},
               {"allocator_reserve_bytes", m.reserve_bytes},

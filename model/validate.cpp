@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/output.hpp"
 #include "model/framework.hpp"
+#include "model/memory.hpp"
 #include "model/model_json.hpp"
 #include "model/predict.hpp"
 
@@ -57,6 +58,14 @@ std::string pct_abs(double e) {
   s.precision(1);
   s << 100.0 * e << "%";
   return s.str();
+}
+
+std::string gb3(double bytes) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(3);
+  o << bytes / 1e9;
+  return o.str();
 }
 
 std::string ms(double s) {
@@ -117,6 +126,21 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
     if (sw.contains(k)) add(std::string(k) == "cuda_runtime" ? "CUDA" : k, sw.at(k));
   if (&sw != &pj && pj.contains("torch")) add("torch", pj.at("torch"));
   for (size_t i = 0; i < parts.size(); ++i) r.versions += (i ? ", " : "") + parts[i];
+
+  if (o.has("memory")) {
+    JsonObject mem = o.object("memory");
+    if (mem.has("peak_allocated_bytes")) r.peak_allocated_bytes = mem.number("peak_allocated_bytes", 0.0, 1e15);
+  }
+  if (o.has("dataset")) {
+    // "synthetic: 4 batches per rank ...": the batches the program keeps on the GPU.
+    const std::string d = o.str("dataset");
+    const size_t at = d.find(" batches");
+    if (at != std::string::npos) {
+      size_t b = at;
+      while (b > 0 && std::isdigit(static_cast<unsigned char>(d[b - 1]))) --b;
+      if (b < at) r.input_batches = std::stod(d.substr(b, at - b));
+    }
+  }
 
   if (o.has("layers")) {
     const Json& layers = o.raw("layers");
@@ -188,6 +212,13 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
   row.predicted_host_idle_s = p.host_idle_s;
   row.predicted_exposed_comm_s = p.exposed_comm_s;
   row.bottleneck = p.bottleneck;
+  if (run.peak_allocated_bytes > 0) {
+    const MemoryFit m = memory_fit(g, run.batch_per_gpu, cfg.precision, run.gpus, c.gpu, default_memory_spec(), run.input_batches);
+    row.has_memory = true;
+    row.predicted_peak_bytes = m.allocated_peak_bytes;
+    row.predicted_peak_phase = m.peak_phase;
+    row.memory_error = (m.allocated_peak_bytes - run.peak_allocated_bytes) / run.peak_allocated_bytes;
+  }
 
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < p.layer_names.size(); ++i) by_name.emplace(p.layer_names[i], i);
@@ -247,11 +278,14 @@ std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
 static std::vector<std::string> row_cells(const ValidationRow& r) {
   return {run_label(r.run), r.run.framework, r.run.model, std::to_string(r.run.gpus), std::to_string(r.run.batch_per_gpu),
           r.run.precision, r.run.overlap ? "on" : "off", ms(r.run.iteration_s), ms(r.predicted_s), pct(r.error),
-          r.layers.empty() ? "-" : pct_abs(r.layer_median_abs_error), r.bottleneck};
+          r.layers.empty() ? "-" : pct_abs(r.layer_median_abs_error), r.bottleneck,
+          r.has_memory ? gb3(r.run.peak_allocated_bytes) : "-", r.has_memory ? gb3(r.predicted_peak_bytes) : "-",
+          r.has_memory ? pct(r.memory_error) : "-"};
 }
 
 static const std::vector<std::string> kHeader = {"run", "framework", "model", "gpus", "batch", "precision", "overlap",
-                                                 "measured_ms", "predicted_ms", "error", "layer_median_abs_error", "predicted_bound"};
+                                                 "measured_ms", "predicted_ms", "error", "layer_median_abs_error", "predicted_bound",
+                                                 "measured_peak_GB", "predicted_peak_GB", "memory_error"};
 
 std::string validation_table(const std::vector<ValidationRow>& rows, bool layers) {
   Table t{kHeader, {}};
@@ -264,6 +298,25 @@ std::string validation_table(const std::vector<ValidationRow>& rows, bool layers
       for (const auto& l : r.layers)
         lt.rows.push_back({l.name, ms(l.measured_fwd_s), ms(l.predicted_fwd_s), ms(l.measured_bwd_s), ms(l.predicted_bwd_s), pct(l.error)});
       text += "\nLayers of " + run_label(r.run) + ":\n" + lt.to_text();
+    }
+  }
+  {
+    std::vector<double> errs;
+    std::string worst;
+    double worst_abs = -1;
+    for (const auto& r : rows)
+      if (r.has_memory) {
+        errs.push_back(std::fabs(r.memory_error));
+        if (std::fabs(r.memory_error) > worst_abs) {
+          worst_abs = std::fabs(r.memory_error);
+          worst = run_label(r.run);
+        }
+      }
+    if (!errs.empty()) {
+      double sum = 0;
+      for (double e : errs) sum += e;
+      text += "\nPeak memory (allocated, steady state; " + std::to_string(errs.size()) + " runs): mean |error| " + pct_abs(sum / errs.size()) +
+              ", median " + pct_abs(median_of(errs)) + ", max " + pct_abs(worst_abs) + " (" + worst + ")\n";
     }
   }
   text += "\nSummary (absolute error of the iteration time):\n";
@@ -281,6 +334,9 @@ std::string validation_csv(const std::vector<ValidationRow>& rows) {
     cells[8] = fmt_sig(r.predicted_s * 1e3, 6);
     cells[9] = fmt_sig(r.error, 4);
     cells[10] = r.layers.empty() ? "" : fmt_sig(r.layer_median_abs_error, 4);
+    cells[12] = r.has_memory ? fmt_sig(r.run.peak_allocated_bytes / 1e9, 6) : "";
+    cells[13] = r.has_memory ? fmt_sig(r.predicted_peak_bytes / 1e9, 6) : "";
+    cells[14] = r.has_memory ? fmt_sig(r.memory_error, 4) : "";
     t.rows.push_back(cells);
   }
   return t.to_csv();
@@ -319,6 +375,12 @@ Json validation_json(const std::vector<ValidationRow>& rows) {
                         {"measured_bwd_s", l.measured_bwd_s}, {"predicted_bwd_s", l.predicted_bwd_s}, {"error", l.error}});
     j["layers"] = layers;
     if (!r.layers.empty()) j["layer_median_abs_error"] = r.layer_median_abs_error;
+    if (r.has_memory)
+      j["memory"] = {{"measured_peak_allocated_bytes", r.run.peak_allocated_bytes},
+                     {"predicted_allocated_peak_bytes", r.predicted_peak_bytes},
+                     {"predicted_peak_phase", r.predicted_peak_phase},
+                     {"input_batches", r.run.input_batches},
+                     {"error", r.memory_error}};
     out["runs"].push_back(j);
   }
   out["summary"] = Json::array();

@@ -27,6 +27,11 @@ struct MeasuredRun {
   std::vector<MeasuredLayer> layers;
   std::string versions;  // one line: driver, CUDA/cuDNN/NCCL, torch, as the provenance has them
   std::string date_utc;
+  // memory.peak_allocated_bytes (torch.cuda.max_memory_allocated over the measured iterations, after
+  // warm-up); 0 when the run has none (warm-up-only peaks are not compared: cudnn.benchmark's trial
+  // workspaces inflate them).
+  double peak_allocated_bytes = 0;
+  double input_batches = -1;  // batches the program kept on the GPU ("dataset": "...: N batches ..."); -1: unknown
 };
 
 // Strict reading of the fields validation needs (InputError naming the file, the JSON path and the rule).
@@ -49,6 +54,11 @@ struct ValidationRow {
   std::string bottleneck;
   std::vector<LayerError> layers;
   double layer_median_abs_error = 0;  // over the layers with a measurement; 0 when none
+  // Peak memory: dtsim's allocated_peak_bytes (with the run's input batches) against the measured
+  // steady-state peak; has_memory is false when the run has no such measurement.
+  bool has_memory = false;
+  double predicted_peak_bytes = 0, memory_error = 0;
+  std::string predicted_peak_phase;
 };
 
 struct ErrorSummary {

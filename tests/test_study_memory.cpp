@@ -1,6 +1,8 @@
 // Memory fit, checked against counts made by hand on the small test model (tests/data/tiny.json).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "helpers.hpp"
 #include "model/memory.hpp"
 #include "model/predict.hpp"
@@ -17,6 +19,10 @@ static MemorySpec bare() {
   s.nccl_buffer_bytes = 1000;
   s.cuda_context_bytes = 0;
   s.allocator_reserve_fraction = 0;
+  s.ddp_buckets_on_one_gpu = false;
+  s.optimizer_step_temp_bytes_per_param = 0;
+  s.library_workspace_bytes = 0;
+  s.input_batches_held = 1;
   return s;
 }
 
@@ -45,25 +51,47 @@ TEST_CASE("memory: the whole budget of the tiny model, counted by hand") {
   CHECK(m.gradients_bytes == 4266 * 4);
   CHECK(m.optimizer_bytes == 4266 * 4);
   CHECK(m.weight_copies_bytes == 0);
-  // Twice the largest activation (16384 elements per sample) for the gradients flowing back.
-  CHECK(m.transient_bytes == 2 * 16384 * n * 4);
-  // conv2's operands are the largest: 16384 in + 16384 out per sample, and 2304 weights.
-  CHECK(m.workspace_bytes == (16384 + 16384) * n * 4 + 2304 * 4);
-  CHECK(m.buckets_bytes == 0);  // one GPU: no DDP
+  // The loop's batch: 3x32x32 FP32 samples and int64 labels; the activations exclude it.
+  const double input = n * (3072 * 4.0 + 8);
+  CHECK(m.input_bytes == input);
+  const double activations = saved_activation_bytes(g, n, Precision::FP32) - n * 3072 * 4.0;
+  CHECK(m.activations_bytes == activations);
+  CHECK(m.buckets_bytes == 0);  // bare(): no DDP buckets on one GPU
   CHECK(m.nccl_bytes == 0);
-  const double activations = saved_activation_bytes(g, n, Precision::FP32);
-  CHECK(m.allocated_peak_bytes == 3 * 4266 * 4 + activations + m.transient_bytes + m.workspace_bytes);
+  // Optimizer step: weights, momentum, gradients and the input.
+  CHECK(m.step_peak_bytes == 3 * 4266 * 4 + input);
+  // Backward: at least everything saved at the end of the forward pass, at most that plus all the
+  // gradients, the largest gradient flow (conv2: 16384 in and out per sample) and conv2's workspace.
+  const double held = 2 * 4266 * 4 + input;
+  CHECK(m.backward_peak_bytes >= held + activations);
+  CHECK(m.backward_peak_bytes <= held + activations + 4266 * 4 + 2 * 16384 * n * 4 + m.workspace_bytes);
+  CHECK(m.workspace_bytes <= (16384 + 16384) * n * 4 + 2304 * 4);
+  CHECK(m.allocated_peak_bytes == std::max(m.backward_peak_bytes, m.step_peak_bytes));
   CHECK(m.device_bytes == m.allocated_peak_bytes);
   CHECK(m.fits == (m.device_bytes <= 2e6));
+
+  // DDP builds its buckets at world size 1 too when the spec says so (PyTorch does).
+  MemorySpec ddp1 = bare();
+  ddp1.ddp_buckets_on_one_gpu = true;
+  ddp1.optimizer_step_temp_bytes_per_param = 4;
+  MemoryFit one = memory_fit(g, n, Precision::FP32, 1, gpu, ddp1);
+  CHECK(one.buckets_bytes == 4266 * 4);
+  CHECK(one.nccl_bytes == 0);
+  CHECK(one.step_peak_bytes == 5 * 4266 * 4 + input);
+  // Four input batches held (as validation/pytorch/ddp_reference.py does) add three more.
+  MemoryFit four = memory_fit(g, n, Precision::FP32, 1, gpu, bare(), 4);
+  CHECK(four.input_bytes == 4 * input);
+  CHECK(four.allocated_peak_bytes == m.allocated_peak_bytes + 3 * input);
 
   // Two GPUs add DDP's copy of the gradients and NCCL's buffers.
   MemoryFit two = memory_fit(g, n, Precision::FP32, 2, gpu, bare());
   CHECK(two.buckets_bytes == 4266 * 4);
   CHECK(two.nccl_bytes == 1000);
   CHECK(two.device_bytes == m.device_bytes + 4266 * 4 + 1000);
+  CHECK(two.allocated_peak_bytes == m.allocated_peak_bytes + 4266 * 4);
 
   // A GPU too small: it says so.
-  gpu.memory_bytes = 1e6;
+  gpu.memory_bytes = m.device_bytes - 1;
   MemoryFit small = memory_fit(g, n, Precision::FP32, 1, gpu, bare());
   CHECK_FALSE(small.fits);
   CHECK(memory_summary(small).find("does NOT fit") != std::string::npos);
