@@ -339,9 +339,13 @@ int run(int argc, char** argv) {
     }
     mlps.push_back(std::move(m));
   }
-  if (mlps.empty()) throw InputError(data_dir, "no kernel kind had enough rows to train a predictor");
-  write_predictors(opt.out, manifest, mlps);
+  // The dump is for diagnosis, so it is written also when no predictor met its target.
   if (!opt.dump.empty()) write_file_atomic(opt.dump, dump);
+  if (mlps.empty()) {
+    std::printf("no predictor met its held-out target: nothing written to %s\n", opt.out.c_str());
+    return 1;
+  }
+  write_predictors(opt.out, manifest, mlps);
   std::printf("wrote %zu predictors to %s\n", mlps.size(), opt.out.c_str());
   return 0;
 }
