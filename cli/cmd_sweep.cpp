@@ -9,6 +9,7 @@
 #include "common/progress.hpp"
 #include "model/framework.hpp"
 #include "model/model_json.hpp"
+#include "network/collective.hpp"
 #include "model/report.hpp"
 #include "model/study_plots.hpp"
 #include "model/verdict.hpp"
@@ -118,7 +119,7 @@ class SweepCommand : public Command {
       make_collective_algorithm(flags_.algo);
       if (flags_.no_overlap) s.overlap = false;
       s.by_nodes = nodes_opt_->count() > 0;
-      s.gpus = s.by_nodes ? parse_int_list("--nodes", nodes_, 1, 1 << 20) : parse_int_list("--gpus", gpus_, 1, int64_t(1) << 30);
+      s.gpus = s.by_nodes ? parse_int_list("--nodes", nodes_, 1, 1 << 20) : parse_int_list("--gpus", gpus_, 1, kMaxGpus);
       s.gpus_where = s.by_nodes ? "--nodes" : "--gpus";
       s.what_ifs = what_if_grid(whatif_.axes());
     }

@@ -11,11 +11,19 @@ namespace dtsim {
 Json load_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Read in chunks with a cap, so that a device or an endless pipe given as a file cannot exhaust memory.
+  constexpr size_t kMaxBytes = size_t(256) << 20;
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) throw InputError(path, "larger than 256 MiB: not an input file");
+  }
+  if (in.bad()) throw InputError(path, "cannot read file");
   try {
-    return Json::parse(ss.str());
-  } catch (const Json::parse_error& e) {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double's range (1e999).
     throw InputError(path, std::string("not valid JSON (") + e.what() + ")");
   }
 }

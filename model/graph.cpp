@@ -86,8 +86,19 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, 
   return out;
 }
 
+// Size limits per sample, far beyond any trained network (ResNet-50: 2^20 activations in its largest
+// layer, VGG-16: 2^31 MACs in its largest layer), chosen so that times the largest batch (2^20),
+// the element size and the passes, every count stays within int64.
+static constexpr double kMaxElementsPerSample = 17179869184.0;  // 2^34
+static constexpr double kMaxLayerParams = 68719476736.0;        // 2^36
+static constexpr double kMaxLayerMacs = 1099511627776.0;        // 2^40
+
+static double elements_of(const Shape& s) { return static_cast<double>(s.c) * static_cast<double>(s.h) * static_cast<double>(s.w); }
+
 void infer_shapes(Graph& g, const std::string& what) {
   if (g.input.c <= 0 || g.input.h <= 0 || g.input.w <= 0) throw InputError(what + ": $.input", "sizes must be positive");
+  if (elements_of(g.input) > kMaxElementsPerSample)
+    throw InputError(what + ": $.input", "more than 2^34 elements per sample (" + g.input.str() + ")");
   for (size_t i = 0; i < g.layers.size(); ++i) {
     Layer& l = g.layers[i];
     std::string where = what + ": $.layers[" + std::to_string(i) + "] (" + l.name + ")";
@@ -188,6 +199,19 @@ void infer_shapes(Graph& g, const std::string& what) {
         l.out = Shape{1, 1, 1, true};
         break;
     }
+    // Checked in floating point before anything multiplies the sizes in int64.
+    if (l.out.c <= 0 || l.out.h <= 0 || l.out.w <= 0) fail("output shape must be positive, got " + l.out.str());
+    if (elements_of(l.out) > kMaxElementsPerSample) fail("output " + l.out.str() + " has more than 2^34 elements per sample");
+    double per_out = 0, params = static_cast<double>(l.extra_params);
+    if (l.op == Op::Conv2d) {
+      per_out = static_cast<double>(x.c / l.groups) * static_cast<double>(l.kh) * static_cast<double>(l.kw);
+      params = static_cast<double>(l.out_channels) * per_out;
+    } else if (l.op == Op::Linear) {
+      per_out = static_cast<double>(x.c);
+      params = static_cast<double>(l.out_features) * per_out;
+    }
+    if (params > kMaxLayerParams) fail("more than 2^36 parameters in one layer");
+    if (elements_of(l.out) * per_out > kMaxLayerMacs) fail("more than 2^40 multiply-accumulates per sample in one layer");
   }
   if (g.layers.empty()) throw InputError(what + ": $.layers", "must hold at least one layer");
 }

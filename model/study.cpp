@@ -8,6 +8,7 @@
 #include "common/output.hpp"
 #include "model/framework.hpp"
 #include "model/model_json.hpp"
+#include "network/collective.hpp"
 
 namespace dtsim {
 
@@ -187,7 +188,7 @@ SweepSpec parse_sweep(const Json& doc, const std::string& what) {
   if (o.has("gpus") == o.has("nodes")) o.fail(o.has("gpus") ? "nodes" : "gpus", "give exactly one of gpus and nodes");
   s.by_nodes = o.has("nodes");
   const std::string count_key = s.by_nodes ? "nodes" : "gpus";
-  s.gpus = int_list(o, count_key, 1, kMaxClusterNodes * 1024);
+  s.gpus = int_list(o, count_key, 1, s.by_nodes ? kMaxClusterNodes : kMaxGpus);
   s.gpus_where = what + ": " + o.path_of(count_key);
 
   // Scenarios (named, one value per axis) times the grid of the "what_if" axes.

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <sstream>
@@ -76,6 +77,13 @@ std::string ms(double s) {
   return o.str();
 }
 
+// Fields the schema documents (validation/README.md) that describe how the numbers were made and
+// that dtsim does not read: accepted when present, so that anything else is an unknown field.
+void accept(JsonObject& o, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (o.has(k)) o.raw(k);
+}
+
 }  // namespace
 
 std::string run_label(const MeasuredRun& r) { return fs::path(r.file).stem().string(); }
@@ -102,10 +110,17 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
   r.overlap = ddp.boolean_or("overlap", true);
   r.first_bucket_bytes = ddp.integer("first_bucket_bytes", 1, int64_t(1) << 40);
   r.bucket_bytes = ddp.integer("bucket_bytes", 1, int64_t(1) << 40);
+  accept(ddp, {"broadcast_buffers", "gradient_as_bucket_view", "parameters", "buckets", "allreduce"});
+  ddp.reject_unknown();
   JsonObject t = o.object("iteration_time_s");
   r.iteration_s = t.positive("median", 1e6);
   r.p10_s = t.number_or("p10", r.iteration_s, 0.0, 1e6);
   r.p90_s = t.number_or("p90", r.iteration_s, 0.0, 1e6);
+  if (r.p10_s > r.iteration_s) t.fail("p10", "must be at most the median");
+  if (r.p90_s < r.iteration_s) t.fail("p90", "must be at least the median");
+  for (const char* k : {"min", "max", "mean", "spread"}) t.number_or(k, 0.0, 0.0, 1e6);
+  accept(t, {"samples"});
+  t.reject_unknown();
 
   JsonObject prov = o.object("provenance");
   JsonObject gpu = prov.object("gpu");
@@ -151,6 +166,8 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
       std::string name = l.str("name");
       std::string pass = l.str("pass");
       double time = l.number("time_s", 0.0, 1e6);
+      accept(l, {"op", "kernel_kind", "shape", "start_s", "calls"});
+      l.reject_unknown();
       if (pass == "update") continue;  // the optimizer, not a layer
       auto [it, fresh] = index.emplace(name, r.layers.size());
       if (fresh) r.layers.push_back({name, 0, 0});
@@ -158,6 +175,10 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
       (pass.rfind("fwd", 0) == 0 ? m.fwd_s : m.bwd_s) += time;
     }
   }
+  accept(o, {"source", "model_file", "torchvision_model", "nodes", "gpus_per_node", "precision_detail", "optimizer", "conv_api",
+             "conv_algorithm_selection", "layout", "iterations", "iteration_timing", "throughput_samples_per_s", "breakdown_s",
+             "layers_note", "allreduces", "checks", "autotune", "setup_s", "config_wall_s", "warmup_wall_s", "dataset"});
+  o.reject_unknown();
   return r;
 }
 

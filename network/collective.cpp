@@ -51,6 +51,7 @@ void CollectiveAlgorithm::unsupported(CollectiveOp op) const {
 
 Placement place(const ClusterSpec& c, int64_t gpus) {
   if (gpus < 1) throw InputError("--gpus", "must be at least 1, got " + std::to_string(gpus));
+  if (gpus > kMaxGpus) throw InputError("--gpus", "must be at most " + std::to_string(kMaxGpus) + ", got " + std::to_string(gpus));
   if (gpus > c.capacity_gpus())
     throw InputError("--gpus", std::to_string(gpus) + " GPUs exceed cluster '" + c.name + "' (" + std::to_string(c.nodes) + " nodes x " +
                                    std::to_string(c.gpus_per_node) + " GPUs = " + std::to_string(c.capacity_gpus()) + ")");

@@ -25,7 +25,9 @@ struct Placement {
   // GPUs on the fullest node: they share its NICs.
   int local_gpus() const { return gpus < gpus_per_node ? gpus : gpus_per_node; }
 };
-Placement place(const ClusterSpec& c, int64_t gpus);  // InputError("--gpus") beyond capacity
+// Largest job dtsim prices: 2^24 GPUs (16.7 million); beyond it the answer would be fiction.
+constexpr int64_t kMaxGpus = int64_t(1) << 24;
+Placement place(const ClusterSpec& c, int64_t gpus);  // InputError("--gpus") beyond capacity or kMaxGpus
 
 // Latency: a fixed cost per call plus alpha per step, where steps that cross the network cost
 // alpha_inter (NCCL's tuning model adds hop latencies the same way); beta: seconds per byte on the
