@@ -19,8 +19,10 @@ for t in "${targets[@]}"; do
   dict=(); [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
   if [ "$mode" = smoke ]; then
     echo "fuzz: $t (smoke, 2000 runs)"
+    # New inputs go to a scratch folder (the first one given), never into the committed corpus.
+    rm -rf "build-fuzz/smoke/$t" && mkdir -p "build-fuzz/smoke/$t"
     build-fuzz/fuzz/fuzz_$t -runs=2000 -max_len=65536 -rss_limit_mb=4096 -timeout=20 "${dict[@]}" \
-      -artifact_prefix=build-fuzz/crashes/$t- "fuzz/corpus/$t"
+      -artifact_prefix=build-fuzz/crashes/$t- "build-fuzz/smoke/$t" "fuzz/corpus/$t"
   else
     mkdir -p "build-fuzz/corpus/$t"
     echo "fuzz: $t for ${2:?seconds} s"
