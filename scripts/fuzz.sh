@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang into build-fuzz/ and runs each on its committed
+# corpus. Usage:
+#   bash scripts/fuzz.sh smoke            # every target, -runs=2000 over the corpus (CI)
+#   bash scripts/fuzz.sh run SECONDS [T]  # fuzz each target (or only T) for SECONDS, new inputs in
+#                                         # build-fuzz/corpus/<target>, crashes in build-fuzz/crashes/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-smoke}"
+targets=(model cluster sweep measured onnx)
+[ "$mode" = run ] && [ -n "${3:-}" ] && targets=("$3")
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DDTSIM_FUZZ=ON \
+  -DDTSIM_BUILD_TESTS=OFF -DDTSIM_BUILD_BENCH=OFF -DDTSIM_BUILD_HARNESS=OFF >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+mkdir -p build-fuzz/crashes
+for t in "${targets[@]}"; do
+  dict=(); [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+  if [ "$mode" = smoke ]; then
+    echo "fuzz: $t (smoke, 2000 runs)"
+    # New inputs go to a scratch folder (the first one given), never into the committed corpus.
+    rm -rf "build-fuzz/smoke/$t" && mkdir -p "build-fuzz/smoke/$t"
+    build-fuzz/fuzz/fuzz_$t -runs=2000 -max_len=65536 -rss_limit_mb=4096 -timeout=20 "${dict[@]}" \
+      -artifact_prefix=build-fuzz/crashes/$t- "build-fuzz/smoke/$t" "fuzz/corpus/$t"
+  else
+    mkdir -p "build-fuzz/corpus/$t"
+    echo "fuzz: $t for ${2:?seconds} s"
+    build-fuzz/fuzz/fuzz_$t -max_total_time="$2" -max_len=65536 -rss_limit_mb=4096 -timeout=20 "${dict[@]}" \
+      -artifact_prefix=build-fuzz/crashes/$t- -print_final_stats=1 "build-fuzz/corpus/$t" "fuzz/corpus/$t"
+  fi
+done
