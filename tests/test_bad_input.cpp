@@ -12,38 +12,15 @@
 #include <unistd.h>
 
 #include "common/json_util.hpp"
+#include "study_cli.hpp"
 
 using dtsim::Json;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run_dtsim(const std::string& args, const std::string& base) {
-  std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + base + ".stdout 2>" + base + ".stderr </dev/null";
-  int status = std::system(cmd.c_str());
-  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".stdout"), slurp(base + ".stderr")};
-  fs::remove(base + ".stdout");
-  fs::remove(base + ".stderr");
-  return r;
-}
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using study_test::Run;
+using study_test::run_dtsim;
 
 // A mutation: set (or, with erase, remove) the value at a JSON pointer; the error must name `path`.
 struct Mutation {
@@ -77,7 +54,7 @@ void check_mutations(const std::string& tag, const Json& base, const std::vector
   {
     const std::string file = s.dir() + "/base.json", out = s.dir() + "/base.out";
     std::ofstream(file) << base.dump(2);
-    Run r = run_dtsim(args_of(file, out), s.dir() + "/base");
+    Run r = run_dtsim(args_of(file, out));
     INFO(r.err);
     REQUIRE(r.code == 0);
     REQUIRE(fs::exists(out));
@@ -98,11 +75,11 @@ void check_mutations(const std::string& tag, const Json& base, const std::vector
       must_name = raw;
     }
     std::ofstream(file) << text;
-    Run r = run_dtsim(args_of(file, out), file);
+    Run r = run_dtsim(args_of(file, out));
     INFO(tag << ": " << (m.erase ? "drop " : "set ") << m.pointer << (m.erase ? "" : " = " + m.value.dump()));
     INFO("stderr: " << r.err);
     CHECK(r.code == 2);
-    CHECK(count_lines(r.err) == 1);
+    CHECK(study_test::lines(r.err) == 1);
     CHECK(r.err.find(file) != std::string::npos);
     CHECK(r.err.find(must_name) != std::string::npos);
     CHECK(r.out.empty());
@@ -322,10 +299,10 @@ TEST_CASE("bad input: not JSON, not an object, empty, truncated") {
     for (const std::string& args : {"predict --batch-per-gpu 8 --model " + file, "predict --batch-per-gpu 8 --model " + kTiny + " --cluster " + file,
                                     "sweep --sweep " + file, "validate --measured " + file}) {
       INFO(args << " on document " << i - 1);
-      Run r = run_dtsim(args + " --out " + out, file);
+      Run r = run_dtsim(args + " --out " + out);
       INFO("stderr: " << r.err);
       CHECK(r.code == 2);
-      CHECK(count_lines(r.err) == 1);
+      CHECK(study_test::lines(r.err) == 1);
       CHECK(r.err.find(file) != std::string::npos);
       CHECK_FALSE(fs::exists(out));
     }

@@ -9,38 +9,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "study_cli.hpp"
+
 #include "common/json_util.hpp"
 
 using dtsim::Json;
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
+using CliResult = study_test::Run;
+using study_test::slurp;
+static CliResult dtsim_cli(const std::string& args) { return study_test::run_dtsim(args); }
 
-static std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-static CliResult dtsim_cli(const std::string& args) {
-  std::string base = (fs::temp_directory_path() / ("dtsim_cli_" + std::to_string(::getpid()))).string();
-  std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err </dev/null";
-  int status = std::system(cmd.c_str());
-  CliResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
-  fs::remove(base + ".out");
-  fs::remove(base + ".err");
-  return r;
-}
-
-static int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using study_test::lines;
 
 TEST_CASE("cli: models --format json lists the zoo with the contract's fields") {
   auto r = dtsim_cli("models --format json");

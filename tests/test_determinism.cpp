@@ -10,16 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "study_cli.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using study_test::slurp;
 
 // Runs dtsim with `env` set, writing its output with --out; returns the file's bytes.
 std::string output_of(const std::string& env, const std::string& args, int run) {

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "study_cli.hpp"
+
 #include "common/json_util.hpp"
 
 using dtsim::Json;
@@ -16,35 +18,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Run run_cli(const std::string& args) {
-  std::string base = (fs::temp_directory_path() / ("dtsim_onnx_cli_" + std::to_string(::getpid()))).string();
-  std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err </dev/null";
-  int status = std::system(cmd.c_str());
-  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
-  fs::remove(base + ".out");
-  fs::remove(base + ".err");
-  return r;
-}
+using study_test::Run;
+const auto run_cli = [](const std::string& args) { return study_test::run_dtsim(args); };
 
 std::string model(const std::string& name) { return std::string(DTSIM_TEST_DATA) + "/onnx/" + name + ".onnx"; }
 
-int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using study_test::lines;
 
 }  // namespace
 

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "study_cli.hpp"
+
 #include "common/error.hpp"
 #include "model/framework.hpp"
 #include "model/validate.hpp"
@@ -33,27 +35,8 @@ Json synthetic_run() {
   })J");
 }
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CliResult dtsim_cli(const std::string& args) {
-  std::string base = (fs::temp_directory_path() / ("dtsim_val_" + std::to_string(::getpid()))).string();
-  std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err </dev/null";
-  int status = std::system(cmd.c_str());
-  CliResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
-  fs::remove(base + ".out");
-  fs::remove(base + ".err");
-  return r;
-}
+using CliResult = study_test::Run;
+const auto dtsim_cli = [](const std::string& args) { return study_test::run_dtsim(args); };
 
 const std::string kRuns = std::string(DTSIM_SOURCE_DIR) + "/validation/data/h200-sxm";
 
