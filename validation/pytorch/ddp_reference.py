@@ -241,7 +241,7 @@ def worker(rank, world, a, port):
         for b in bs.split(","):
             for prec in a.precisions.split(","):
                 configs.append((name, int(b), prec))
-    for name, batch, prec in configs:
+    for done_before, (name, batch, prec) in enumerate(configs):
         tag = f"{name}_b{batch}_{world}gpu_{prec}"
         err = None
         try:
@@ -256,6 +256,9 @@ def worker(rank, world, a, port):
                 with open(os.path.join(a.out, "skipped.txt"), "a") as f:
                     f.write(f"{tag}\t{err}\n")
                 continue
+            # Peak memory depends on what ran before in the same process (an extra FP32 parameter copy
+            # was seen after other configurations): say how many did.
+            res["configs_before_in_process"] = done_before
             res["provenance"] = dict(prov, date_utc_end=datetime.datetime.now(datetime.timezone.utc)
                                      .strftime("%Y-%m-%dT%H:%M:%SZ"))
             with open(os.path.join(a.out, tag + ".json"), "w") as f:
