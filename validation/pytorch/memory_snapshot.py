@@ -30,8 +30,14 @@ def reset_marking(*a, **k):
     markers.append(len(torch.cuda.memory._snapshot()["device_traces"][0]))
     return _reset(*a, **k)
 torch.cuda.reset_peak_memory_stats = reset_marking
+ends = []  # trace length at each read of the peak counter (the one after the last reset ends the loop)
+_read = torch.cuda.max_memory_allocated
+def read_marking(*a, **k):
+    ends.append(len(torch.cuda.memory._snapshot()["device_traces"][0]))
+    return _read(*a, **k)
+torch.cuda.max_memory_allocated = read_marking
 
-torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="python")
+torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="all")
 a = types.SimpleNamespace(iters=args.iters, warmup=args.warmup, nbatches=4, lr=0.01)
 res = R.run_config(0, 1, name, int(batch), prec, a)
 snap = torch.cuda.memory._snapshot()
@@ -39,13 +45,18 @@ torch.cuda.memory._record_memory_history(enabled=None)
 trace = snap["device_traces"][0]
 
 def where(frames):
-    keep = [f for f in frames if "/torch/" not in f["filename"] or "optim" in f["filename"]
+    py = [f for f in frames if f["filename"].endswith(".py")]
+    keep = [f for f in py if "/torch/" not in f["filename"] or "optim" in f["filename"]
             or "parallel" in f["filename"]][:3]
-    return " <- ".join(f"{os.path.basename(f['filename'])}:{f['line']}:{f['name']}" for f in keep) or "?"
+    if keep:
+        return " <- ".join(f"{os.path.basename(f['filename'])}:{f['line']}:{f['name']}" for f in keep)
+    cpp = [f["name"][:70] for f in frames if any(t in f["name"] for t in ("c10d", "autograd", "Reducer"))][:2]
+    return "C++: " + " <- ".join(cpp) if cpp else "?"
 
 live, total, peak, at_peak = {}, 0, -1, None
 start = markers[-1] if markers else 0
-for i, e in enumerate(trace):
+end = min([n for n in ends if n >= start] or [len(trace)])
+for i, e in enumerate(trace[:end]):
     if e["action"] == "alloc":
         live[e["addr"]] = (e["size"], where(e.get("frames", [])))
         total += e["size"]
@@ -55,7 +66,7 @@ for i, e in enumerate(trace):
         peak, at_peak = total, dict(live)
 print(f"{args.config}: measured peak_allocated {res['memory']['peak_allocated_bytes'] / 1e6:.1f} MB, "
       f"replayed peak {peak / 1e6:.1f} MB (blocks allocated before recording are not seen), "
-      f"trace {len(trace)} events, markers {markers}")
+      f"measured loop = trace events {start}..{end} of {len(trace)}")
 groups = collections.defaultdict(lambda: [0, 0])
 for size, w in at_peak.values():
     groups[w][0] += size
