@@ -142,6 +142,8 @@ def run_config(rank, world, name, batch, prec, a):
         ev[4 * it + 2].record()
         opt.step()
         ev[4 * it + 3].record()
+        if a.sync_every_step:
+            torch.cuda.synchronize()
         losses.append(loss.detach())
     ev[4 * n_it].record()
     torch.cuda.synchronize()
@@ -221,6 +223,7 @@ def run_config(rank, world, name, batch, prec, a):
             "dataset": f"synthetic: {a.nbatches} batches per rank on the GPU, label random, input = N(0,1) + a fixed "
                        "+-1 pattern of the label",
             "config_wall_s": sig4(time.time() - t0),
+            "host_sync_every_step": a.sync_every_step,
         }
     del ddp, model, opt, xs, ys, out, loss, losses
     torch.cuda.empty_cache()
@@ -281,6 +284,8 @@ def main():
     ap.add_argument("--nbatches", type=int, default=4)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--port", type=int, default=29517)
+    ap.add_argument("--sync-every-step", action="store_true",
+                    help="torch.cuda.synchronize() after each optimizer step (the host never runs ahead)")
     a = ap.parse_args()
     if a.iters < 20:
         print("note: fewer than 20 timed iterations", file=sys.stderr)

@@ -2,7 +2,8 @@
 # PyTorch DDP reference runs on one GPU, each configuration in a fresh process, so that nothing a
 # previous configuration left behind (an extra FP32 parameter copy was measured after other
 # configurations in one process: validation/data/h100-sxm/memory_phases.txt) is in its peak memory.
-# usage: validation/scripts/run_fresh_1gpu.sh OUT [TAR] [SECONDS]   (writes OUT/pytorch/*.json, OUT/log.txt)
+# usage: [CONFIGS="alexnet:16 ..."] [PYARGS=--sync-every-step] validation/scripts/run_fresh_1gpu.sh OUT [TAR] [SECONDS]
+# (writes OUT/pytorch/*.json, OUT/log.txt)
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
@@ -18,7 +19,7 @@ for c in $CONFIGS; do
     left=$((budget_s - (SECONDS - t0)))
     (( left > 20 )) || { echo "out of time before $c $prec" | tee -a "$out/log.txt"; break 2; }
     timeout "$left" python3 validation/pytorch/ddp_reference.py --out "$out/pytorch" --gpus 1 --configs "$c" \
-      --precisions "$prec" --iters "${ITERS:-20}" --warmup 3 --port 29521 2>&1 | grep -v Warning | tee -a "$out/log.txt"
+      --precisions "$prec" --iters "${ITERS:-20}" --warmup 3 --port 29521 ${PYARGS:-} 2>&1 | grep -v Warning | tee -a "$out/log.txt"
   done
 done
 echo "fresh-process runs: $((SECONDS - t0)) s" | tee -a "$out/log.txt"
