@@ -129,6 +129,10 @@ def run_config(rank, world, name, batch, prec, a):
             # cudnn.benchmark's trial workspaces inflate the warm-up peak; the measured iterations'
             # peak is the steady state a training run lives with.
             warm_peak = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
+            # ProcessGroupNCCL keeps the tensors of a finished all-reduce (here the first iteration's
+            # buckets, replaced when DDP rebuilds them) until its watchdog thread cleans the work up;
+            # a peak counted before that holds one more parameter-sized copy, or not, by a race.
+            time.sleep(a.settle_s)
             torch.cuda.reset_peak_memory_stats(device)
             t_timed = time.time()
         ev[4 * it].record()
@@ -192,7 +196,7 @@ def run_config(rank, world, name, batch, prec, a):
                     "allreduce": "DDP defaults (NCCL backend, allreduce of gradient buckets, divided by world size)"},
             "conv_api": "pytorch (cudnn.benchmark=True)",
             "layout": "NCHW",
-            "iterations": {"warmup": a.warmup, "measured": a.iters},
+            "iterations": {"warmup": a.warmup, "measured": a.iters, "settle_s_after_warmup": a.settle_s},
             "iteration_time_s": {"median": sig4(med), "min": sig4(min(slow)), "max": sig4(max(slow)),
                                  "p10": sig4(pct(slow, 0.1)), "p90": sig4(pct(slow, 0.9)),
                                  "mean": sig4(sum(slow) / len(slow)),
@@ -284,6 +288,9 @@ def main():
     ap.add_argument("--nbatches", type=int, default=4)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--port", type=int, default=29517)
+    ap.add_argument("--settle-s", type=float, default=2.0,
+                    help="seconds to wait after the warm-up before the measured iterations (NCCL's watchdog "
+                         "frees the warm-up's finished work meanwhile); 0 as in the runs before 2026-11-26 10:00")
     ap.add_argument("--sync-every-step", action="store_true",
                     help="torch.cuda.synchronize() after each optimizer step (the host never runs ahead)")
     a = ap.parse_args()

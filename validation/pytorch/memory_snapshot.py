@@ -38,7 +38,7 @@ def read_marking(*a, **k):
 torch.cuda.max_memory_allocated = read_marking
 
 torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="all")
-a = types.SimpleNamespace(iters=args.iters, warmup=args.warmup, nbatches=4, lr=0.01, sync_every_step=False)
+a = types.SimpleNamespace(iters=args.iters, warmup=args.warmup, nbatches=4, lr=0.01, sync_every_step=False, settle_s=0.0)
 res = R.run_config(0, 1, name, int(batch), prec, a)
 snap = torch.cuda.memory._snapshot()
 torch.cuda.memory._record_memory_history(enabled=None)
