@@ -18,6 +18,7 @@
 #      PHASE_S (55 s per scheme), SCHEMES (dp hier2 avg1 avg4 avg16 leader2)
 # Compare with dtsim afterwards (on the dtsim machine):
 #   build/dtsim validate --measured OUT/strategies            (each run with its scheme's strategy)
+#   python3 validation/scripts/compare_strategies.py TAR --dtsim build/dtsim   (tables per model, vs dp)
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out="${1:?usage: run_strategies.sh OUT [TAR]}"
@@ -40,7 +41,7 @@ export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
 ITERS="${ITERS:-32}"
 WARMUP="${WARMUP:-4}"
 ARGS="--gpus 4 --model ${MODELS:-resnet50,alexnet,vgg16} --batch ${BATCHES:-32,64} --math ${MATHS:-fp32,bf16}
-      --iters $ITERS --warmup $WARMUP --profile-iters 1 --models-dir configs/models"
+      --iters $ITERS --warmup $WARMUP --profile-iters 1 --models-dir configs/models --timeout-s 45"
 pack() { [[ -n "$tar_out" ]] && tar czf "$tar_out.tmp" -C "$out" . && mv "$tar_out.tmp" "$tar_out"; }
 declare -A OPTS=(
   [dp]=""
