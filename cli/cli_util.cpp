@@ -34,7 +34,7 @@ void TrainingFlags::add_to(CLI::App* c) {
   StrategyParams& sp = strategy_params;
   c->add_option("--global-skip", sp.global_skip, "daso: steps between global averagings (default: configs/strategies.json)");
   c->add_option("--batches-to-wait", sp.batches_to_wait, "daso: steps after which a global averaging is awaited (default: configs/strategies.json)");
-  c->add_option("--tau", sp.tau, "easgd family: steps between exchanges with the centre (default: configs/strategies.json)");
+  c->add_option("--tau", sp.tau, "easgd family: steps between exchanges with the centre; local-sgd: steps between parameter averagings (default: configs/strategies.json)");
   c->add_option("--servers", sp.servers, "ps: parameter servers (default: configs/strategies.json; 0 = one per node)");
   c->add_option("--pr", sp.pr, "grid: model-parallel axis Pr of P = Pr x Pc (default: the best factorisation)");
   c->add_option("--pc", sp.pc, "grid: batch-parallel axis Pc of P = Pr x Pc");

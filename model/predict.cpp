@@ -25,7 +25,7 @@ static void check_strategy_params(const std::string& strategy, const StrategyPar
   const bool easgd = strategy == "easgd-sync" || strategy == "easgd-async" || strategy == "measgd-async" || strategy == "hogwild-easgd";
   const std::pair<bool, std::pair<const char*, bool>> uses[] = {
       {sp.global_skip != 0, {"--global-skip", strategy == "daso"}}, {sp.batches_to_wait != -1, {"--batches-to-wait", strategy == "daso"}},
-      {sp.tau != 0, {"--tau", easgd}},                              {sp.servers != 0, {"--servers", strategy == "ps"}},
+      {sp.tau != 0, {"--tau", easgd || strategy == "local-sgd"}},                              {sp.servers != 0, {"--servers", strategy == "ps"}},
       {sp.pr != 0, {"--pr", strategy == "grid"}},                   {sp.pc != 0, {"--pc", strategy == "grid"}},
       {sp.domain, {"--domain", strategy == "grid"}}};
   for (const auto& [given, flag] : uses)

@@ -9,6 +9,7 @@
 #include "model/strategies/daso.hpp"
 #include "model/strategies/easgd.hpp"
 #include "model/strategies/grid.hpp"
+#include "model/strategies/local_sgd.hpp"
 
 namespace dtsim {
 
@@ -25,6 +26,8 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
       {"hogwild-easgd", [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::Hogwild); }},
       {"ps", [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::ParameterServer); }},
       {"grid", [] { return std::make_unique<GridStrategy>(); }},
+      {"hierarchical-leader", [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::HierarchicalLeader); }},
+      {"local-sgd", [] { return std::make_unique<LocalSgdStrategy>(); }},
   };
   return r;
 }

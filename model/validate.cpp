@@ -88,6 +88,24 @@ void accept(JsonObject& o, std::initializer_list<const char*> keys) {
 
 std::string run_label(const MeasuredRun& r) { return fs::path(r.file).stem().string(); }
 
+ClusterSpec split_node_cluster(const ClusterSpec& c, int64_t group_size) {
+  if (group_size < 1 || group_size > c.gpus_per_node || c.gpus_per_node % group_size != 0)
+    throw InputError("group_size", "must divide the cluster's " + std::to_string(c.gpus_per_node) + " GPUs per node, got " +
+                                       std::to_string(group_size));
+  ClusterSpec s = c;
+  const int g = static_cast<int>(group_size);
+  s.name = c.name + "-split" + std::to_string(g);
+  s.nodes = c.nodes * (c.gpus_per_node / g);
+  s.gpus_per_node = g;
+  // The "network" between the parts is the fabric inside the real node: every GPU keeps its own
+  // NVLink/NVSwitch bandwidth and latency towards the other part.
+  s.inter.nics_per_node = g;
+  s.inter.nic_bandwidth_Bps = c.intra.bandwidth_Bps;
+  s.inter.latency_s = c.intra.latency_s;
+  s.inter.oversubscription = 1;
+  return s;
+}
+
 MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
   JsonObject o(doc, what, "$");
   MeasuredRun r;
@@ -175,6 +193,30 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
       (pass.rfind("fwd", 0) == 0 ? m.fwd_s : m.bwd_s) += time;
     }
   }
+  if (o.has("strategy")) {
+    // The harness's other schemes (validation/harness/train.cu): which one ran and its parameters.
+    JsonObject st = o.object("strategy");
+    r.scheme = st.str("name");
+    if (r.scheme == "hierarchical" || r.scheme == "hierarchical-leader") {
+      r.group_size = st.integer("group_size", 1, r.gpus);
+      if (r.gpus % r.group_size != 0) st.fail("group_size", "must divide gpus (" + std::to_string(r.gpus) + ")");
+      accept(st, {"allreduce", "groups", "description", "step_time_s"});
+    } else if (r.scheme == "local-sgd") {
+      r.average_every = st.integer("average_every", 1, 1 << 20);
+      JsonObject steps = st.object("step_time_s");
+      // The mean step over one period (tau - 1 local steps and one averaging step) is what the
+      // strategy predicts; the run's all-steps statistics are not.
+      r.iteration_s = steps.positive("period_mean_s", 1e6);
+      r.p10_s = r.p90_s = r.iteration_s;
+      accept(steps, {"averaging_steps", "local_steps", "period_mean_note", "full_periods_mean_s", "full_periods"});
+      steps.reject_unknown();
+      accept(st, {"description", "parameter_allreduce_bytes", "parameter_allreduce_s", "params_identical_before_final_average",
+                  "final_average_for_check", "check_note"});
+    } else if (r.scheme != "dp") {
+      st.fail("name", "unknown scheme '" + r.scheme + "' (known: dp, hierarchical, hierarchical-leader, local-sgd)");
+    }
+    st.reject_unknown();
+  }
   accept(o, {"source", "model_file", "torchvision_model", "nodes", "gpus_per_node", "precision_detail", "optimizer", "conv_api",
              "conv_algorithm_selection", "layout", "iterations", "iteration_timing", "throughput_samples_per_s", "breakdown_s",
              "layers_note", "allreduces", "checks", "autotune", "setup_s", "config_wall_s", "warmup_wall_s", "dataset"});
@@ -214,6 +256,13 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
     throw InputError(run.file + ": $.model", e.rule());
   }
   ClusterSpec c = load_cluster(run.cluster);
+  if (run.scheme == "hierarchical" || run.scheme == "hierarchical-leader") {
+    try {
+      c = split_node_cluster(c, run.group_size);
+    } catch (const InputError& e) {
+      throw InputError(run.file + ": $.strategy.group_size", e.rule());
+    }
+  }
   const FrameworkProfile f = load_framework(opt.framework.empty() ? run.framework : opt.framework);
   c = apply_framework(c, f);
   c.framework.first_bucket_bytes = run.first_bucket_bytes;
@@ -225,6 +274,9 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
   cfg.overlap = run.overlap;
   cfg.compute_model = opt.compute_model;
   cfg.algo = opt.algo;
+  cfg.strategy = run.scheme;  // dp, hierarchical, hierarchical-leader, local-sgd: dtsim's strategies of the same names
+  if (run.scheme == "local-sgd") cfg.strategy_params.tau = static_cast<int>(run.average_every);
+  row.strategy = run.scheme;
   const Prediction p = predict(g, c, cfg);
   row.framework_profile = f.name;
   row.compute_model = p.compute_model;
@@ -296,17 +348,24 @@ std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   return out;
 }
 
+// The strategy and its parameter: dp, hierarchical/2 (group size), local-sgd/4 (tau).
+static std::string strategy_cell(const ValidationRow& r) {
+  if (r.run.group_size > 0) return r.strategy + "/" + std::to_string(r.run.group_size);
+  if (r.run.average_every > 0) return r.strategy + "/" + std::to_string(r.run.average_every);
+  return r.strategy;
+}
+
 static std::vector<std::string> row_cells(const ValidationRow& r) {
   return {run_label(r.run), r.run.framework, r.run.model, std::to_string(r.run.gpus), std::to_string(r.run.batch_per_gpu),
           r.run.precision, r.run.overlap ? "on" : "off", ms(r.run.iteration_s), ms(r.predicted_s), pct(r.error),
           r.layers.empty() ? "-" : pct_abs(r.layer_median_abs_error), r.bottleneck,
           r.has_memory ? gb3(r.run.peak_allocated_bytes) : "-", r.has_memory ? gb3(r.predicted_peak_bytes) : "-",
-          r.has_memory ? pct(r.memory_error) : "-"};
+          r.has_memory ? pct(r.memory_error) : "-", strategy_cell(r)};
 }
 
 static const std::vector<std::string> kHeader = {"run", "framework", "model", "gpus", "batch", "precision", "overlap",
                                                  "measured_ms", "predicted_ms", "error", "layer_median_abs_error", "predicted_bound",
-                                                 "measured_peak_GB", "predicted_peak_GB", "memory_error"};
+                                                 "measured_peak_GB", "predicted_peak_GB", "memory_error", "strategy"};
 
 std::string validation_table(const std::vector<ValidationRow>& rows, bool layers) {
   Table t{kHeader, {}};
@@ -386,6 +445,9 @@ Json validation_json(const std::vector<ValidationRow>& rows) {
     j["predicted_s"] = r.predicted_s;
     j["error"] = r.error;
     j["predicted_bound"] = r.bottleneck;
+    j["strategy"] = r.strategy;
+    if (r.run.group_size > 0) j["group_size"] = r.run.group_size;
+    if (r.run.average_every > 0) j["tau"] = r.run.average_every;
     j["predicted_host_idle_s"] = r.predicted_host_idle_s;
     j["predicted_exposed_comm_s"] = r.predicted_exposed_comm_s;
     j["versions"] = r.run.versions;

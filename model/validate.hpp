@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/json_util.hpp"
+#include "network/cluster.hpp"
 
 namespace dtsim {
 
@@ -32,7 +33,20 @@ struct MeasuredRun {
   // workspaces inflate them).
   double peak_allocated_bytes = 0;
   double input_batches = -1;  // batches the program kept on the GPU ("dataset": "...: N batches ..."); -1: unknown
+  // How the workers shared what they learned ("strategy" of the harness's train mode; absent: dp).
+  // hierarchical / hierarchical-leader: group_size consecutive ranks play a node (predicted on the
+  // run's cluster cut into nodes of group_size GPUs, split_node_cluster); local-sgd: parameters
+  // averaged every average_every steps, iteration_s is the mean step over one period
+  // (strategy.step_time_s.period_mean_s).
+  std::string scheme = "dp";
+  int64_t group_size = 0, average_every = 0;
 };
+
+// The run's cluster with its nodes cut into nodes of `group_size` GPUs whose "network" is the same
+// NVLink/NVSwitch fabric as inside them (one NIC per GPU at the intra-node bandwidth and latency, no
+// oversubscription): how a hierarchical run on one node of G x k GPUs is predicted with dtsim's
+// hierarchical strategies. configs/clusters/h100-sxm-2x2.json is h100-sxm cut this way (G = 2).
+ClusterSpec split_node_cluster(const ClusterSpec& c, int64_t group_size);
 
 // Strict reading of the fields validation needs (InputError naming the file, the JSON path and the rule).
 MeasuredRun parse_measured_run(const Json& doc, const std::string& what);
@@ -52,6 +66,7 @@ struct ValidationRow {
   double error = 0;  // signed: (predicted - measured) / measured
   double predicted_host_idle_s = 0, predicted_exposed_comm_s = 0;
   std::string bottleneck;
+  std::string strategy = "dp";  // the dtsim strategy that predicted it
   std::vector<LayerError> layers;
   double layer_median_abs_error = 0;  // over the layers with a measurement; 0 when none
   // Peak memory: dtsim's allocated_peak_bytes (with the run's input batches) against the measured

@@ -62,7 +62,8 @@ double gamma_of(const ClusterSpec& c) { return 3.0 / c.gpu.memory_bandwidth_Bps;
 }  // namespace
 
 TEST_CASE("strategies: the registry lists every strategy and rejects unknown names") {
-  const std::vector<std::string> want = {"dp", "hierarchical", "daso", "easgd-sync", "easgd-async", "measgd-async", "hogwild-easgd", "ps", "grid"};
+  const std::vector<std::string> want = {"dp",           "hierarchical", "daso", "easgd-sync",          "easgd-async",
+                                        "measgd-async", "hogwild-easgd", "ps",  "grid", "hierarchical-leader", "local-sgd"};
   CHECK(strategy_names() == want);
   for (const auto& n : want) {
     auto s = make_strategy(n);
@@ -112,6 +113,64 @@ TEST_CASE("strategies: hierarchical is dp with the hierarchical all-reduce per b
   // And its buckets are priced as intra RS + inter AR of n/g + intra AG, which is not the flat ring.
   Prediction flat = run(g, h100(), 32, 64, "dp");
   CHECK(h.comm_s != Approx(flat.comm_s).epsilon(1e-6));
+}
+
+TEST_CASE("strategies: local-sgd by hand (a parameter all-reduce every tau steps, averaged over the period)") {
+  ClusterSpec c = h100();
+  REQUIRE(c.gpus_per_node == 8);
+  Graph g = one_linear();
+  const double t_c = run(g, c, 1, 32, "dp").iteration_s;
+  const double n = 4.0 * 1025000;
+  const double node_bw = c.inter.node_bandwidth_Bps();
+  REQUIRE(node_bw < c.intra.bandwidth_Bps);
+  struct Case {
+    int gpus;
+    double ar;
+  };
+  const Case cases[] = {
+      // one node: 2(p-1) = 6 NVLink steps, beta of the GPU's NVLink share
+      {4, ring_allreduce(n, 4, c.collectives.base_latency_s, c.intra.latency_s, c.inter.latency_s, 0, 1.0 / c.intra.bandwidth_Bps, gamma_of(c))},
+      // two nodes: each of the two passes leaves each node once (4 network steps), the node's NICs limit
+      {16, ring_allreduce(n, 16, c.collectives.base_latency_s, c.intra.latency_s, c.inter.latency_s, 4, 1.0 / node_bw, gamma_of(c))},
+  };
+  for (const auto& k : cases)
+    for (int tau : {1, 4, 16}) {
+      INFO("gpus " << k.gpus << " tau " << tau);
+      StrategyParams sp;
+      sp.tau = tau;
+      Prediction p = run(g, c, k.gpus, 32, "local-sgd", sp);
+      CHECK(p.iteration_s == Approx(t_c + k.ar / tau).epsilon(1e-9));
+      CHECK(p.comm_s == Approx(k.ar / tau).epsilon(1e-9));
+      CHECK(p.exposed_comm_s == Approx(k.ar / tau).epsilon(1e-9));
+      CHECK(param(p.strategy, "tau") == tau);
+      CHECK(param(p.strategy, "parameter_allreduce_s") == Approx(k.ar).epsilon(1e-9));
+    }
+  // tau = 1 moves dp's bytes once per step, but after the backward pass: never faster than dp here.
+  StrategyParams one;
+  one.tau = 1;
+  CHECK(run(g, c, 16, 32, "local-sgd", one).iteration_s >= run(g, c, 16, 32, "dp").iteration_s);
+  // Default tau from configs/strategies.json; one GPU communicates nothing.
+  CHECK(param(run(g, c, 4, 32, "local-sgd").strategy, "tau") == strategy_default("local-sgd", "tau"));
+  CHECK(run(g, c, 1, 32, "local-sgd").iteration_s == Approx(t_c).epsilon(1e-12));
+}
+
+TEST_CASE("strategies: hierarchical-leader by hand on one node cut into 2 x 2 (configs/clusters/h100-sxm-2x2.json)") {
+  ClusterSpec c = load_cluster("h100-sxm-2x2");
+  REQUIRE(c.gpus_per_node == 2);
+  Graph g = one_linear();
+  Prediction p = run(g, c, 4, 8, "hierarchical-leader");
+  REQUIRE(p.timeline.buckets.size() == 1);
+  const double n = 4.0 * 1025000, base = c.collectives.base_latency_s, a = c.intra.latency_s, b = 1.0 / c.intra.bandwidth_Bps, gm = gamma_of(c);
+  // The split cluster's "network" is the NVLink itself: same latency, a GPU's full link per step.
+  REQUIRE(c.inter.latency_s == a);
+  const double reduce = base + a + n * (b + gm);                     // 2 GPUs of a pair, ring reduce
+  const double leaders = base + 2 * a + n * b + 0.5 * n * gm;        // 2 leaders, ring all-reduce
+  const double bcast = base + a + n * b;                             // 2 GPUs of a pair, ring broadcast
+  CHECK(p.comm_s == Approx(reduce + leaders + bcast).epsilon(1e-9));
+  CHECK(param(p.strategy, "nodes") == 2);
+  CHECK(param(p.strategy, "gpus_per_node") == 2);
+  // hierarchical (RS + AR of n/2 + AG) moves less per GPU than the leader scheme.
+  CHECK(run(g, c, 4, 8, "hierarchical").comm_s < p.comm_s);
 }
 
 TEST_CASE("strategies: ps pushes and pulls every bucket through the servers' NICs") {

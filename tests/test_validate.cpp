@@ -14,6 +14,8 @@
 
 #include "common/error.hpp"
 #include "model/framework.hpp"
+#include "model/model_json.hpp"
+#include "model/predict.hpp"
 #include "model/validate.hpp"
 
 using namespace dtsim;
@@ -110,6 +112,97 @@ TEST_CASE("validate: bad measured runs name the file, the JSON path and the rule
   CHECK_THROWS_AS(measured_run_files({"/nonexistent/dtsim"}), InputError);
 }
 
+TEST_CASE("validate: hierarchical and local-sgd runs are predicted with the matching strategy") {
+  // The harness's other schemes (validation/harness/train.cu): a "strategy" object names them.
+  auto with_strategy = [](const Json& st) {
+    Json j = synthetic_run();
+    j["gpus"] = 4;
+    j["strategy"] = st;
+    return j;
+  };
+  // What validate_run should do, written out: the run's cluster and framework, the strategy.
+  auto expected = [](const ClusterSpec& cluster, const std::string& strategy, int tau) {
+    ClusterSpec c = apply_framework(cluster, load_framework("harness"));
+    c.framework.first_bucket_bytes = 1048576;
+    c.framework.bucket_bytes = 26214400;
+    TrainingConfig cfg;
+    cfg.gpus = 4;
+    cfg.batch_per_gpu = 8;
+    cfg.overlap = true;
+    cfg.strategy = strategy;
+    cfg.strategy_params.tau = tau;
+    return predict(load_model(std::string(DTSIM_TEST_DATA) + "/tiny.json"), c, cfg).iteration_s;
+  };
+  const ClusterSpec h200 = load_cluster("h200-sxm");
+
+  MeasuredRun h = parse_measured_run(with_strategy({{"name", "hierarchical"}, {"allreduce", "hierarchical"}, {"group_size", 2}, {"groups", 2},
+                                                    {"description", "..."}, {"step_time_s", {{"all_steps", {{"median", 0.001}}}}}}),
+                                     "tiny_4gpu_fp32_hier2.json");
+  CHECK(h.scheme == "hierarchical");
+  CHECK(h.group_size == 2);
+  CHECK(h.iteration_s == 0.001);  // the all-steps median: every step is alike
+  ValidationRow hr = validate_run(h, {});
+  CHECK(hr.strategy == "hierarchical");
+  CHECK(hr.predicted_s == Approx(expected(split_node_cluster(h200, 2), "hierarchical", 0)).epsilon(1e-12));
+
+  MeasuredRun hl = parse_measured_run(with_strategy({{"name", "hierarchical-leader"}, {"group_size", 2}}), "leader.json");
+  CHECK(validate_run(hl, {}).predicted_s == Approx(expected(split_node_cluster(h200, 2), "hierarchical-leader", 0)).epsilon(1e-12));
+
+  Json local = with_strategy({{"name", "local-sgd"},
+                              {"average_every", 4},
+                              {"step_time_s", {{"averaging_steps", {{"steps", 2}}}, {"local_steps", {{"steps", 6}}}, {"period_mean_s", 0.0012}}},
+                              {"params_identical_before_final_average", false}});
+  MeasuredRun l = parse_measured_run(local, "tiny_4gpu_fp32_avg4.json");
+  CHECK(l.scheme == "local-sgd");
+  CHECK(l.average_every == 4);
+  CHECK(l.iteration_s == 0.0012);  // the period's mean step, not the all-steps median
+  ValidationRow lr = validate_run(l, {});
+  CHECK(lr.strategy == "local-sgd");
+  CHECK(lr.predicted_s == Approx(expected(h200, "local-sgd", 4)).epsilon(1e-12));
+  CHECK(lr.error == Approx((lr.predicted_s - 0.0012) / 0.0012));
+  CHECK(validation_csv({hr, lr}).find("local-sgd/4") != std::string::npos);
+  CHECK(validation_json({hr, lr})["runs"][1]["tau"] == 4);
+
+  // No strategy object, or "dp": the plain prediction.
+  CHECK(validate_run(parse_measured_run(synthetic_run(), "a.json"), {}).strategy == "dp");
+
+  // Unknown or inconsistent schemes are errors naming the path, never a silent dp prediction.
+  auto bad = [&](const Json& st, const std::string& must_mention) {
+    INFO(must_mention);
+    CHECK_THROWS_WITH(parse_measured_run(with_strategy(st), "bad.json"), Catch::Contains("bad.json") && Catch::Contains(must_mention));
+  };
+  bad({{"name", "gossip"}}, "$.strategy.name");
+  bad({{"name", "hierarchical"}, {"group_size", 3}}, "$.strategy.group_size");
+  bad({{"name", "hierarchical"}}, "$.strategy.group_size");
+  bad({{"name", "local-sgd"}, {"average_every", 0}, {"step_time_s", {{"period_mean_s", 0.001}}}}, "$.strategy.average_every");
+  bad({{"name", "local-sgd"}, {"average_every", 4}, {"step_time_s", {{"median", 0.001}}}}, "$.strategy.step_time_s.period_mean_s");
+  bad({{"name", "local-sgd"}, {"average_every", 4}, {"tau", 4}, {"step_time_s", {{"period_mean_s", 0.001}}}}, "$.strategy.tau");
+}
+
+TEST_CASE("validate: the split cluster of a hierarchical run is configs/clusters/h100-sxm-2x2.json") {
+  const ClusterSpec file = load_cluster("h100-sxm-2x2");
+  const ClusterSpec made = split_node_cluster(load_cluster("h100-sxm"), 2);
+  CHECK(made.gpus_per_node == file.gpus_per_node);
+  CHECK(made.gpu.name == file.gpu.name);
+  CHECK(made.intra.bandwidth_Bps == Approx(file.intra.bandwidth_Bps));
+  CHECK(made.intra.latency_s == file.intra.latency_s);
+  CHECK(made.inter.nics_per_node == file.inter.nics_per_node);
+  CHECK(made.inter.nic_bandwidth_Bps == Approx(file.inter.nic_bandwidth_Bps));
+  CHECK(made.inter.latency_s == file.inter.latency_s);
+  CHECK(made.inter.oversubscription == file.inter.oversubscription);
+  CHECK(made.collectives.base_latency_s == file.collectives.base_latency_s);
+  // The same prediction for a hierarchical 4-GPU job.
+  TrainingConfig cfg;
+  cfg.gpus = 4;
+  cfg.batch_per_gpu = 32;
+  cfg.strategy = "hierarchical";
+  const Graph g = load_model("resnet50");
+  CHECK(predict(g, made, cfg).iteration_s == Approx(predict(g, file, cfg).iteration_s).epsilon(1e-12));
+  // The "network" is the NVLink itself: nothing slower than inside the node.
+  CHECK(made.inter.node_bandwidth_Bps() / made.gpus_per_node == Approx(made.intra.bandwidth_Bps));
+  CHECK_THROWS_AS(split_node_cluster(load_cluster("h100-sxm"), 3), InputError);
+}
+
 TEST_CASE("cli: validate a committed run, the summary last, exit 0") {
   const std::string run = kRuns + "/runs/alexnet_b16_1gpu_fp32.json";
   auto r = dtsim_cli("validate --measured " + run);
@@ -138,6 +231,9 @@ TEST_CASE("cli: validate error paths exit 2 with one line") {
   j["iteration_time_s"]["median"] = "slow";
   std::ofstream(tmp + "/bad_run.json") << j.dump();
   std::ofstream(tmp + "/broken.json") << "{\"schema\": ";
+  Json u = synthetic_run();
+  u["strategy"] = {{"name", "gossip"}};
+  std::ofstream(tmp + "/unknown_scheme.json") << u.dump();
   struct Case {
     std::string args, must_mention;
   };
@@ -149,6 +245,7 @@ TEST_CASE("cli: validate error paths exit 2 with one line") {
       {"validate --measured " + kRuns + "/runs/alexnet_b16_1gpu_fp32.json --framework tensorflow", "--framework"},
       {"validate --measured " + kRuns + "/runs --format xml", "--format"},
       {"predict --model resnet50 --batch-per-gpu 8 --framework jax", "--framework"},
+      {"validate --measured " + tmp + "/unknown_scheme.json", "$.strategy.name"},
   };
   for (const auto& c : cases) {
     INFO(c.args);

@@ -22,6 +22,7 @@ std::string DataParallelStrategy::name() const {
   switch (kind_) {
     case Hierarchical: return "hierarchical";
     case ParameterServer: return "ps";
+    case HierarchicalLeader: return "hierarchical-leader";
     default: return "dp";
   }
 }
@@ -32,6 +33,8 @@ std::string DataParallelStrategy::summary() const {
       return "synchronous data parallelism, each bucket reduce-scattered inside the node, all-reduced among nodes (one ring per rail), all-gathered inside the node";
     case ParameterServer:
       return "synchronous data parallelism through S parameter servers (gRPC-style): each bucket pushed to and pulled from the servers' NICs";
+    case HierarchicalLeader:
+      return "synchronous data parallelism, each bucket reduced to one GPU per node, all-reduced among those leaders, broadcast inside the node";
     default: return "synchronous data parallelism: DDP's gradient buckets all-reduced with --algo, overlapped with the backward pass";
   }
 }
@@ -41,6 +44,8 @@ std::string DataParallelStrategy::trade_off() const {
     case Hierarchical: return "nothing in accuracy; three collectives per bucket instead of one (more latency for small buckets)";
     case ParameterServer:
       return "nothing in accuracy (synchronous); every byte crosses the servers' NICs, which become the bottleneck when workers outnumber servers";
+    case HierarchicalLeader:
+      return "nothing in accuracy; one GPU per node carries the whole bucket across the network (the node's other NIC rails idle)";
     default: return "nothing in accuracy; every step waits for an all-reduce over the job's slowest link";
   }
 }
@@ -55,6 +60,21 @@ StrategyOutcome DataParallelStrategy::predict(const StrategyContext& ctx) const 
     auto bucket = [&](double bytes) { return algo->time_s(CollectiveOp::AllReduce, bytes, ctx.where, ctx.c); };
     StrategyOutcome o = outcome_from_timeline(name(), trade_off(), ctx.simulate(bucket));
     o.parameters = {{"gpus_per_node", ctx.where.local_gpus()}, {"nodes", ctx.where.nodes}};
+    return o;
+  }
+  if (kind_ == HierarchicalLeader) {
+    const Placement& w = ctx.where;
+    Placement node, leaders;
+    node.gpus = node.gpus_per_node = w.local_gpus();
+    node.nodes = 1;
+    leaders.gpus = leaders.nodes = w.nodes;
+    leaders.gpus_per_node = 1;
+    auto bucket = [&](double bytes) {
+      return ctx.algo.time_s(CollectiveOp::Reduce, bytes, node, ctx.c) + ctx.algo.time_s(CollectiveOp::AllReduce, bytes, leaders, ctx.c) +
+             ctx.algo.time_s(CollectiveOp::Broadcast, bytes, node, ctx.c);
+    };
+    StrategyOutcome o = outcome_from_timeline(name(), trade_off(), ctx.simulate(bucket));
+    o.parameters = {{"gpus_per_node", w.local_gpus()}, {"nodes", w.nodes}};
     return o;
   }
   // Parameter server: --servers, else configs/strategies.json, else the cluster's own setting

@@ -41,6 +41,7 @@ static void usage() {
       "              [--lr 0.01] [--momentum 0.9] [--weight-decay 1e-4] [--workspace-mib 1024]\n"
       "              [--graph-max-plans 10] [--timeout-s 120] [--total-timeout-s 1800] [--seed 1]\n"
       "              [--no-broadcast-buffers] [--models-dir configs/models] [--git-commit SHA]\n"
+      "              [--allreduce flat|hierarchical|hierarchical-leader --group-size G] [--average-every K]\n"
       "  info        [--device 0]   print the provenance record as JSON\n");
 }
 

@@ -13,6 +13,21 @@
 //   place) is launched on a second stream; --no-overlap launches every bucket after the backward
 //   SGD with momentum and weight decay over the flat fp32 buffers (one fused kernel) once the
 //   compute stream has waited for the last all-reduce.
+//
+// Other schemes (issue #8; the default, --allreduce flat without --average-every, is the above,
+// unchanged, and writes no "strategy" field):
+//   --allreduce hierarchical --group-size G: ranks in groups of G consecutive ranks (a "node" of G
+//     GPUs); per bucket, on the communication stream: ncclReduceScatter (ncclAvg) inside the group,
+//     ncclAllReduce (ncclAvg) of the rank's 1/G slice among the ranks of equal local index (one
+//     communicator per local index, the groups' "rails"), ncclAllGather inside the group: the
+//     structure dtsim's `hierarchical` strategy prices (network/impl/hierarchical.cpp);
+//   --allreduce hierarchical-leader --group-size G: per bucket ncclReduce (ncclAvg) to the group's
+//     first rank, ncclAllReduce (ncclAvg) of the whole bucket among the group leaders, ncclBroadcast
+//     from the leader inside the group;
+//   --average-every K (local SGD, periodic parameter averaging): no gradient communication; every
+//     K-th step (global step count, warm-up included) after the SGD update the fp32 parameters are
+//     all-reduced with ncclAvg on the compute stream (sum / P), then the batchnorm buffers are
+//     broadcast from rank 0 (they are not broadcast in the other steps).
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <nccl.h>
@@ -317,6 +332,10 @@ struct Opts {
   int max_plans = 10;
   double timeout_s = 120;
   bool broadcast_buffers = true;
+  std::string allreduce = "flat";  // flat, hierarchical, hierarchical-leader
+  int group_size = 0;              // hierarchical: ranks per group
+  int average_every = 0;           // > 0: local SGD, parameters averaged every K steps
+  bool plain() const { return allreduce == "flat" && average_every == 0; }
   std::string out;
   uint64_t seed = 1;
 };
@@ -330,6 +349,7 @@ struct Rank {
   void* cublas_ws = nullptr;
   void* conv_ws = nullptr;
   ncclComm_t comm = nullptr;
+  ncclComm_t intra = nullptr, inter = nullptr;  // hierarchical: the group, the ranks of equal local index
   std::map<std::string, std::shared_ptr<ConvGraphPlan>> plans;  // autotuned convolutions, by shape
   double autotune_s = 0;
   int autotuned = 0, plan_hits = 0;
@@ -408,6 +428,7 @@ class Trainer {
   struct ItEv {
     cudaEvent_t start, fwd, bwd, opt;
     std::vector<cudaEvent_t> ar0, ar1;
+    cudaEvent_t avg0 = nullptr, avg1 = nullptr;  // local SGD: around the parameter all-reduce
   };
   std::vector<ItEv> itev;
   cudaEvent_t ev_end = nullptr;
@@ -516,14 +537,31 @@ class Trainer {
   void param_ready(int pi) {
     int b = param_bucket[pi];
     --buckets[b].pending;
-    if (overlap) launch_ready_buckets();
+    if (overlap && !local()) launch_ready_buckets();
   }
+  bool local() const { return O.average_every > 0; }
+  bool averaging_step(int it) const { return local() && (it + 1) % O.average_every == 0; }
   void launch_bucket(int b, ItEv* ev) {
     DH_CUDA(cudaEventRecord(ready[b], R.cs));
     DH_CUDA(cudaStreamWaitEvent(R.ms, ready[b], 0));
     if (ev) DH_CUDA(cudaEventRecord(ev->ar0[b], R.ms));
     long long n = buckets[b].hi - buckets[b].lo;
-    TN(ncclAllReduce(G + buckets[b].lo, G + buckets[b].lo, n, ncclFloat, ncclAvg, R.comm, R.ms));
+    if (O.allreduce == "hierarchical") {
+      const int g = O.group_size, li = R.rank % g;
+      const long long chunk = n / g;  // n is a multiple of 64 floats (slots are aligned); g divides it (checked)
+      float* mine = G + buckets[b].lo + li * chunk;
+      TN(ncclReduceScatter(G + buckets[b].lo, mine, chunk, ncclFloat, ncclAvg, R.intra, R.ms));
+      if (R.nranks > g) TN(ncclAllReduce(mine, mine, chunk, ncclFloat, ncclAvg, R.inter, R.ms));
+      TN(ncclAllGather(mine, G + buckets[b].lo, chunk, ncclFloat, R.intra, R.ms));
+    } else if (O.allreduce == "hierarchical-leader") {
+      const int g = O.group_size;
+      TN(ncclReduce(G + buckets[b].lo, G + buckets[b].lo, n, ncclFloat, ncclAvg, 0, R.intra, R.ms));
+      if (R.nranks > g && R.rank % g == 0)
+        TN(ncclAllReduce(G + buckets[b].lo, G + buckets[b].lo, n, ncclFloat, ncclAvg, R.inter, R.ms));
+      TN(ncclBroadcast(G + buckets[b].lo, G + buckets[b].lo, n, ncclFloat, 0, R.intra, R.ms));
+    } else {
+      TN(ncclAllReduce(G + buckets[b].lo, G + buckets[b].lo, n, ncclFloat, ncclAvg, R.comm, R.ms));
+    }
     if (ev) DH_CUDA(cudaEventRecord(ev->ar1[b], R.ms));
   }
   ItEv* cur_ev = nullptr;
@@ -533,6 +571,7 @@ class Trainer {
   }
   void forward(int li);
   void backward(int li);
+  void average_parameters(ItEv* ev);
 };
 
 void Trainer::setup() {
@@ -685,6 +724,11 @@ void Trainer::setup() {
     }
   }
   if (!cur.params.empty()) buckets.push_back(cur);
+  if (O.allreduce == "hierarchical")
+    for (auto& b : buckets)
+      if ((b.hi - b.lo) % O.group_size)
+        throw NotSupported("a bucket of " + std::to_string(b.hi - b.lo) + " floats does not split into " +
+                           std::to_string(O.group_size) + " equal slices");
   for (size_t b = 0; b < buckets.size(); ++b) ready.push_back(event());
   comm_done = event();
   ev_end = event();
@@ -855,7 +899,7 @@ void Trainer::iteration(int it, bool profile, int slot) {
   }
   if (ev) DH_CUDA(cudaEventRecord(ev->start, R.cs));
   if (dt == DType::BF16) timed(-1, "cast_weights", "cast", [&] { cast_f32_to_bf16(R.cs, P, Pb, M.flat); });
-  if (R.nranks > 1 && O.broadcast_buffers && M.bn_channels)
+  if (R.nranks > 1 && O.broadcast_buffers && M.bn_channels && !local())
     timed(-1, "broadcast_buffers", "broadcast", [&] {
       TN(ncclBroadcast(bnbuf, bnbuf, M.bn_channels * 2, ncclFloat, 0, R.comm, R.cs));
     });
@@ -868,12 +912,22 @@ void Trainer::iteration(int it, bool profile, int slot) {
   next_bucket = 0;
   for (int i = L - 1; i >= 0; --i) backward(i);
   if (ev) DH_CUDA(cudaEventRecord(ev->bwd, R.cs));
-  launch_ready_buckets();  // no-overlap: all of them now; overlap: none left
-  if (next_bucket != static_cast<int>(buckets.size())) throw Error("internal: a bucket's gradients were never produced");
-  DH_CUDA(cudaEventRecord(comm_done, R.ms));
-  DH_CUDA(cudaStreamWaitEvent(R.cs, comm_done, 0));
+  if (!local()) {
+    launch_ready_buckets();  // no-overlap: all of them now; overlap: none left
+    if (next_bucket != static_cast<int>(buckets.size())) throw Error("internal: a bucket's gradients were never produced");
+    DH_CUDA(cudaEventRecord(comm_done, R.ms));
+    DH_CUDA(cudaStreamWaitEvent(R.cs, comm_done, 0));
+  }
   if (ev) DH_CUDA(cudaEventRecord(ev->opt, R.cs));
   timed(-1, "update", "sgd_update", [&] { sgd_momentum(R.cs, P, G, V, M.flat, O.lr, O.momentum, O.wd); });
+  if (averaging_step(it) && R.nranks > 1) average_parameters(ev);
+}
+
+void Trainer::average_parameters(ItEv* ev) {
+  if (ev) DH_CUDA(cudaEventRecord(ev->avg0, R.cs));
+  TN(ncclAllReduce(P, P, M.flat, ncclFloat, ncclAvg, R.comm, R.cs));
+  if (ev) DH_CUDA(cudaEventRecord(ev->avg1, R.cs));
+  if (O.broadcast_buffers && M.bn_channels) TN(ncclBroadcast(bnbuf, bnbuf, M.bn_channels * 2, ncclFloat, 0, R.comm, R.cs));
 }
 
 double ms_between(cudaEvent_t a, cudaEvent_t b) {
@@ -885,12 +939,15 @@ double r4(double x) { return std::stod(sig4(x)); }
 
 json Trainer::run_and_report() {
   const int nb = static_cast<int>(buckets.size());
+  const int nbe = local() ? 0 : nb;  // buckets with all-reduce events (local SGD: none)
   int n = std::min(O.iters, kMaxIters - O.warmup - O.profile_iters - 1);
   itev.resize(n);
   for (auto& e : itev) {
     e.start = event(), e.fwd = event(), e.bwd = event(), e.opt = event();
-    for (int b = 0; b < nb; ++b) e.ar0.push_back(event()), e.ar1.push_back(event());
+    for (int b = 0; b < nbe; ++b) e.ar0.push_back(event()), e.ar1.push_back(event());
+    if (local()) e.avg0 = event(), e.avg1 = event();
   }
+  const int first_timed = O.warmup;
   int it = 0;
   double tw = wall_s();
   for (int w = 0; w < O.warmup; ++w) iteration(it++, false, -1);
@@ -904,7 +961,8 @@ json Trainer::run_and_report() {
   wait_stream(R.cs, R.comm, O.timeout_s, "timed iterations");
   double wall = wall_s() - t0;
   std::vector<double> t(n), tf(n), tb(n), topt(n), ar_tot(n), ar_exp(n);
-  std::vector<std::vector<double>> ar_start(nb), ar_time(nb);
+  std::vector<std::vector<double>> ar_start(nbe), ar_time(nbe);
+  std::vector<double> t_avg;  // local SGD: the parameter all-reduce of each timed averaging step
   for (int k = 0; k < n; ++k) {
     cudaEvent_t next = k + 1 < n ? itev[k + 1].start : ev_end;
     t[k] = ms_between(itev[k].start, next);
@@ -912,7 +970,8 @@ json Trainer::run_and_report() {
     tb[k] = ms_between(itev[k].fwd, itev[k].bwd);
     topt[k] = ms_between(itev[k].opt, next);
     double tot = 0, last_end = 0;
-    for (int b = 0; b < nb; ++b) {
+    if (averaging_step(first_timed + k) && R.nranks > 1) t_avg.push_back(ms_between(itev[k].avg0, itev[k].avg1));
+    for (int b = 0; b < nbe; ++b) {
       double s = ms_between(itev[k].start, itev[k].ar0[b]), d = ms_between(itev[k].ar0[b], itev[k].ar1[b]);
       ar_start[b].push_back(s);
       ar_time[b].push_back(d);
@@ -941,17 +1000,31 @@ json Trainer::run_and_report() {
   // checks: losses, parameter hash across ranks
   std::vector<float> hl(it);
   DH_CUDA(cudaMemcpy(hl.data(), losses, it * 4, cudaMemcpyDeviceToHost));
-  hash_floats(R.cs, P, M.flat, dhash);
-  unsigned long long h = 0;
-  DH_CUDA(cudaMemcpyAsync(&h, dhash, 8, cudaMemcpyDeviceToHost, R.cs));
-  DH_CUDA(cudaStreamSynchronize(R.cs));
-  g_sh->hash[R.rank] = h;
+  auto hash_params = [&] {
+    hash_floats(R.cs, P, M.flat, dhash);
+    unsigned long long h = 0;
+    DH_CUDA(cudaMemcpyAsync(&h, dhash, 8, cudaMemcpyDeviceToHost, R.cs));
+    wait_stream(R.cs, R.comm, O.timeout_s, "parameter hash");
+    return h;
+  };
+  // local SGD: the ranks' parameters differ between averagings; if the last step did not average,
+  // hash them as they are (recorded), then average once more and hash again (the check)
+  bool last_averaged = !local() || averaging_step(it - 1);
+  bool same_before_final = true;
+  if (!last_averaged) {
+    g_sh->hash[R.rank] = hash_params();
+    barrier(R.nranks, O.timeout_s);
+    for (int r = 1; r < R.nranks; ++r) same_before_final = same_before_final && g_sh->hash[r] == g_sh->hash[0];
+    barrier(R.nranks, O.timeout_s);
+    if (R.nranks > 1) average_parameters(nullptr);
+  }
+  g_sh->hash[R.rank] = hash_params();
   barrier(R.nranks, O.timeout_s);
   if (R.rank != 0) {
     barrier(R.nranks, O.timeout_s);
     return json();
   }
-  std::vector<double> slow(n);
+  std::vector<double> slow(n);  // the slowest rank per timed step
   for (int k = 0; k < n; ++k) {
     slow[k] = 0;
     for (int r = 0; r < R.nranks; ++r) slow[k] = std::max(slow[k], g_sh->times[r][k]);
@@ -993,9 +1066,11 @@ json Trainer::run_and_report() {
               {"first_bucket_bytes", static_cast<long long>(O.first_bucket_mib * 1048576)},
               {"overlap", overlap},
               {"broadcast_buffers", R.nranks > 1 && O.broadcast_buffers && M.bn_channels > 0},
-              {"allreduce", "ncclAllReduce ncclAvg fp32 in place on the bucket's slice of the flat gradient buffer "
+              {"allreduce", O.plain() ? "ncclAllReduce ncclAvg fp32 in place on the bucket's slice of the flat gradient buffer "
                             "(gradients are bucket views), communication stream; a bucket launches when all its "
-                            "gradients are written and the buckets before it have launched"},
+                            "gradients are written and the buckets before it have launched"
+                            : local() ? "none per step (local SGD: see strategy)"
+                                      : "three collectives per bucket (see strategy), launched as DDP launches its buckets"},
               {"parameters", [&] {
                  long long c = 0;
                  for (auto& p : M.params) c += p.n;
@@ -1083,7 +1158,7 @@ json Trainer::run_and_report() {
       "gaps); start_s from the first kernel of the iteration; pass 'grad_accumulate' = adding a second gradient "
       "contribution at a fan-out point (autograd's accumulation), calls > 1 when a layer had several";
   json ars = json::array();
-  for (int b = 0; b < nb; ++b)
+  for (int b = 0; b < nbe; ++b)
     ars.push_back({{"bucket", b}, {"bytes", buckets[b].bytes}, {"start_s", r4(stats_of(ar_start[b]).median)},
                    {"time_s", r4(stats_of(ar_time[b]).median)}});
   j["allreduces"] = ars;
@@ -1102,6 +1177,75 @@ json Trainer::run_and_report() {
                  "hash % classes, input = U(-1,1) noise + a fixed +-1 pattern of the label";
   j["setup_s"] = r4(setup_s);
   j["warmup_wall_s"] = r4(warm_s);
+  if (!O.plain()) {
+    // which scheme ran, its parameters and its per-step times (the default dp run writes none of this)
+    json st;
+    auto stats_json = [&](const std::vector<double>& v) {
+      json a = json::array();
+      for (double x : v) a.push_back(r4(x));
+      if (v.empty()) return json{{"steps", 0}, {"samples", a}};
+      Stats q = stats_of(v);
+      return json{{"steps", v.size()}, {"median", r4(q.median)}, {"min", r4(q.min)}, {"max", r4(q.max)},
+                  {"p10", r4(q.p10)}, {"p90", r4(q.p90)}, {"mean", r4(q.mean)}, {"samples", a}};
+    };
+    if (local()) {
+      const int K = O.average_every;
+      std::vector<double> avg_steps, local_steps;
+      for (int k = 0; k < n; ++k) (averaging_step(first_timed + k) ? avg_steps : local_steps).push_back(slow[k]);
+      // mean over the whole periods among the timed steps (a period ends with its averaging step)
+      double sum = 0;
+      int steps = 0, periods = 0, run = 0;
+      double run_sum = 0;
+      for (int k = 0; k < n; ++k) {
+        run_sum += slow[k], ++run;
+        if (averaging_step(first_timed + k)) {
+          if (run == K) sum += run_sum, steps += run, ++periods;
+          run = 0, run_sum = 0;
+        }
+      }
+      double med_avg = avg_steps.empty() ? 0 : stats_of(avg_steps).median;
+      double med_loc = local_steps.empty() ? med_avg : stats_of(local_steps).median;
+      st = {{"name", "local-sgd"},
+            {"average_every", K},
+            {"description", "local SGD: no gradient communication; every average_every-th step (counted from the first "
+                            "warm-up step) ends with an ncclAllReduce (ncclAvg, fp32, in place, compute stream) of the "
+                            "flat parameter buffer after the SGD update, then a broadcast of the batchnorm buffers "
+                            "from rank 0; momentum buffers stay local"},
+            {"parameter_allreduce_bytes", M.flat * 4},
+            {"step_time_s",
+             {{"averaging_steps", stats_json(avg_steps)},
+              {"local_steps", stats_json(local_steps)},
+              {"period_mean_s", r4(K == 1 ? med_avg : ((K - 1) * med_loc + med_avg) / K)},
+              {"period_mean_note", "((K - 1) x median of the local steps + median of the averaging steps) / K: the "
+                                   "mean step time over one period, from the medians (the value `dtsim validate` "
+                                   "compares)"},
+              {"full_periods_mean_s", periods ? json(r4(sum / steps)) : json(nullptr)},
+              {"full_periods", periods}}},
+            {"parameter_allreduce_s", stats_json(t_avg)},
+            {"params_identical_before_final_average", same_before_final},
+            {"final_average_for_check", !last_averaged},
+            {"check_note", "checks.params_identical_across_ranks is taken after an averaging step: the last step's "
+                           "own, or one extra averaging after the profiled steps (final_average_for_check); "
+                           "params_identical_before_final_average is expected false then (ranks drift between "
+                           "averagings)"}};
+    } else {
+      st = {{"name", O.allreduce},
+            {"allreduce", O.allreduce},
+            {"group_size", O.group_size},
+            {"groups", R.nranks / O.group_size},
+            {"description",
+             O.allreduce == "hierarchical"
+                 ? "per bucket on the communication stream: ncclReduceScatter (ncclAvg) inside each group of "
+                   "group_size consecutive ranks, ncclAllReduce (ncclAvg) of the rank's 1/group_size slice among the "
+                   "ranks of equal local index (one communicator per local index), ncclAllGather inside the group "
+                   "(dtsim's `hierarchical` strategy)"
+                 : "per bucket on the communication stream: ncclReduce (ncclAvg) to each group's first rank, "
+                   "ncclAllReduce (ncclAvg) of the whole bucket among the group leaders, ncclBroadcast from the "
+                   "leader inside the group"},
+            {"step_time_s", {{"all_steps", stats_json(slow)}}}};
+    }
+    j["strategy"] = st;
+  }
   return j;
 }
 
@@ -1121,6 +1265,12 @@ int rank_main(int rank, int nranks, const Opts& o, const std::vector<Model>& mod
   {
     Watchdog wd(o.timeout_s);
     TN(ncclCommInitRank(&R.comm, nranks, g_sh->id, rank));
+    if (o.allreduce != "flat") {
+      const int g = o.group_size;
+      TN(ncclCommSplit(R.comm, rank / g, rank % g, &R.intra, nullptr));
+      const bool in_inter = o.allreduce == "hierarchical" || rank % g == 0;
+      TN(ncclCommSplit(R.comm, in_inter ? rank % g : NCCL_SPLIT_NOCOLOR, rank / g, &R.inter, nullptr));
+    }
   }
   TC(cudnnCreate(&R.cudnn));
   TC(cudnnSetStream(R.cudnn, R.cs));
@@ -1142,7 +1292,11 @@ int rank_main(int rank, int nranks, const Opts& o, const std::vector<Model>& mod
         for (const auto& ov : o.overlaps) {
           bool overlap = ov == "on";
           std::string tag = m.name + "_b" + std::to_string(N) + "_" + std::to_string(nranks) + "gpu_" + math +
-                            (overlap ? "" : "_nooverlap");
+                            (overlap ? "" : "_nooverlap") +
+                            (o.allreduce == "hierarchical" ? "_hier" + std::to_string(o.group_size)
+                             : o.allreduce == "hierarchical-leader" ? "_leader" + std::to_string(o.group_size)
+                                                                    : "") +
+                            (o.average_every > 0 ? "_avg" + std::to_string(o.average_every) : "");
           double t0 = wall_s();
           std::unique_ptr<Trainer> tr;
           std::string why;
@@ -1201,6 +1355,8 @@ int rank_main(int rank, int nranks, const Opts& o, const std::vector<Model>& mod
         }
   {
     Watchdog wd(o.timeout_s);
+    if (R.intra) ncclCommDestroy(R.intra);
+    if (R.inter) ncclCommDestroy(R.inter);
     ncclCommDestroy(R.comm);
   }
   return status;
@@ -1259,6 +1415,17 @@ int run_train(const Args& a) {
   o.timeout_s = a.num("timeout-s", 120);
   o.broadcast_buffers = !a.has("no-broadcast-buffers");
   o.seed = static_cast<uint64_t>(a.integer("seed", 1));
+  o.allreduce = a.str("allreduce", "flat");
+  if (o.allreduce != "flat" && o.allreduce != "hierarchical" && o.allreduce != "hierarchical-leader")
+    throw Error("--allreduce: flat, hierarchical or hierarchical-leader, not '" + o.allreduce + "'");
+  o.group_size = static_cast<int>(a.integer("group-size", 0));
+  o.average_every = static_cast<int>(a.integer("average-every", 0));
+  if (o.allreduce == "flat" && o.group_size != 0) throw Error("--group-size needs --allreduce hierarchical[-leader]");
+  if (o.allreduce != "flat" && (o.group_size < 1 || o.gpus % o.group_size != 0))
+    throw Error("--group-size must be >= 1 and divide --gpus (" + std::to_string(o.gpus) + ")");
+  if (o.average_every < 0) throw Error("--average-every must be >= 1");
+  if (o.average_every > 0 && o.allreduce != "flat")
+    throw Error("--average-every (local SGD, no gradient all-reduce) and --allreduce hierarchical do not combine");
   double total_timeout = a.num("total-timeout-s", 1800);
   a.str("git-commit", "");
   auto unused = a.unused();
