@@ -17,10 +17,10 @@ namespace fs = std::filesystem;
 
 TEST_CASE("memory: predicted peak within 10% (or a stated wider tolerance) of every measured steady-state peak") {
   // Wider tolerances, each stated with its reason (docs/accuracy.md, "Peak memory"): these runs hold
-  // one FP32 copy of the parameters more than the training step needs. The same configuration shows
-  // it or not depending on what ran before it in the process (alexnet b16 fp32 peaked at 1334, 1333
-  // and 1577 MB in one process, validation/data/h100-sxm/memory_phases.txt); dtsim does not model
-  // this artefact, so these cases pass only within measured error + that copy's share, not 10%.
+  // one FP32 copy of the parameters more than the training step needs, a transient of the warm-up
+  // (DDP's first bucket layout, released by NCCL's watchdog on its own schedule) that the peak
+  // counter caught because it was reset right after the warm-up. The same configurations measured
+  // after a 2 s settle (validation/data/h100-sxm/pytorch_settled, next test) do not carry it.
   const std::map<std::string, double> tolerance = {
       {"alexnet_b16_1gpu_bf16", 0.17}, {"alexnet_b16_1gpu_fp32", 0.17}, {"alexnet_b32_1gpu_bf16", 0.17},
       {"alexnet_b32_1gpu_fp32", 0.17}, {"alexnet_b64_1gpu_bf16", 0.17}, {"alexnet_b64_1gpu_fp32", 0.17},
@@ -49,6 +49,25 @@ TEST_CASE("memory: predicted peak within 10% (or a stated wider tolerance) of ev
     ++compared;
   }
   CHECK(compared >= 22);  // the 22 one-GPU PyTorch runs on H100 (validation/data/h100-sxm/pytorch)
+}
+
+TEST_CASE("memory: predicted peak within 10% of every settled steady-state peak (pytorch_settled)") {
+  // The 22 one-GPU configurations again, measured with ddp_reference.py --settle-s 2: no exceptions.
+  const std::string dir = std::string(DTSIM_SOURCE_DIR) + "/validation/data/h100-sxm/pytorch_settled";
+  ValidationOptions opt;
+  opt.compute_model = "roofline";
+  int compared = 0;
+  for (const auto& f : measured_run_files({dir})) {
+    MeasuredRun run = parse_measured_run(load_json_file(f), f);
+    REQUIRE(run.peak_allocated_bytes > 0);
+    ValidationRow row = validate_run(run, opt);
+    REQUIRE(row.has_memory);
+    INFO(run_label(run) << ": measured " << run.peak_allocated_bytes / 1e9 << " GB, predicted " << row.predicted_peak_bytes / 1e9
+                        << " GB (" << row.predicted_peak_phase << "), error " << 100 * row.memory_error << "%");
+    CHECK(std::fabs(row.memory_error) <= 0.10);
+    ++compared;
+  }
+  CHECK(compared == 22);
 }
 
 #include "model/memory.hpp"
