@@ -104,15 +104,32 @@ TEST_CASE("strategies: every step is compute plus host-bound idle plus exposed c
     }
 }
 
-TEST_CASE("strategies: hierarchical is dp with the hierarchical all-reduce per bucket") {
-  Graph g = load_model("resnet50");
-  Prediction h = run(g, h100(), 32, 64, "hierarchical");
-  Prediction dp_h = run(g, h100(), 32, 64, "dp", {}, "hierarchical");
-  CHECK(h.iteration_s == Approx(dp_h.iteration_s).epsilon(1e-12));
-  CHECK(h.comm_s == Approx(dp_h.comm_s).epsilon(1e-12));
-  // And its buckets are priced as intra RS + inter AR of n/g + intra AG, which is not the flat ring.
-  Prediction flat = run(g, h100(), 32, 64, "dp");
-  CHECK(h.comm_s != Approx(flat.comm_s).epsilon(1e-6));
+TEST_CASE("strategies: hierarchical is three --algo collectives per bucket (RS in the node, AR of n/g per rail, AG)") {
+  // One bucket (one_linear): the step's communication is exactly the three calls.
+  Graph g = one_linear();
+  const double n = 4.0 * 1025000;
+  auto nccl = make_collective_algorithm("auto");
+  for (const std::string cluster : {"h100-sxm-2x2", "h100-sxm"}) {
+    ClusterSpec c = load_cluster(cluster);
+    const int gpus = cluster == "h100-sxm" ? 32 : 4;
+    const int local = c.gpus_per_node, nodes = gpus / local;
+    Placement node, rail;
+    node.gpus = node.gpus_per_node = local;
+    rail.gpus = rail.nodes = nodes;
+    rail.gpus_per_node = 1;
+    ClusterSpec rail_c = c;
+    rail_c.inter.oversubscription *= local;  // the rails share the node's NICs
+    const double expect = nccl->time_s(CollectiveOp::ReduceScatter, n, node, c) +
+                          nccl->time_s(CollectiveOp::AllReduce, n / local, rail, rail_c) +
+                          nccl->time_s(CollectiveOp::AllGather, n, node, c);
+    Prediction h = run(g, c, gpus, 8, "hierarchical", {}, "auto");
+    INFO(cluster);
+    REQUIRE(h.timeline.buckets.size() == 1);
+    CHECK(h.comm_s == Approx(expect).epsilon(1e-9));
+    CHECK(param(h.strategy, "nodes") == nodes);
+    // Three calls cost more fixed latency than dp's one on a small bucket.
+    CHECK(h.comm_s > run(g, c, gpus, 8, "dp", {}, "auto").comm_s);
+  }
 }
 
 TEST_CASE("strategies: local-sgd by hand (a parameter all-reduce every tau steps, averaged over the period)") {
