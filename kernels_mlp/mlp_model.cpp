@@ -46,7 +46,10 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
   RooflineModel target_roof(target_), measured_roof(measured_);
   for (size_t i = 0; i < ks.size(); ++i) {
     KernelTime t = target_roof.time(ks[i]);
-    if (!std::isnan(measured[i])) t.seconds = measured[i] * (t.seconds / measured_roof.time(ks[i]).seconds);
+    if (!std::isnan(measured[i])) {
+      const double fixed_diff_s = target_.kernel_overhead_s - measured_.kernel_overhead_s;
+      t.seconds = measured[i] * ((t.seconds - fixed_diff_s) / measured_roof.time(ks[i]).seconds) + fixed_diff_s;
+    }
     out[i] = t;
   }
 }

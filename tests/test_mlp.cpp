@@ -130,9 +130,12 @@ TEST_CASE("MLP inference: known weights, written and read back") {
   GpuSpec h200 = load_gpu("h200-sxm");
   MlpComputeModel on_h200(h200);
   CHECK(on_h200.note().find("scaled") != std::string::npos);
-  double ratio = RooflineModel(h200).time(k).seconds / RooflineModel(gpu).time(k).seconds;
+  // The ratio of the roofline times without the difference in fixed per-kernel cost, which is added.
+  const double fixed_diff_s = h200.kernel_overhead_s - gpu.kernel_overhead_s;
+  REQUIRE(fixed_diff_s > 0);  // the H200 machine's measured extra 0.64 us (configs/gpus/h200-sxm.json)
+  double ratio = (RooflineModel(h200).time(k).seconds - fixed_diff_s) / RooflineModel(gpu).time(k).seconds;
   CHECK(ratio < 1);  // H200 moves bytes faster
-  CHECK(on_h200.time(k).seconds == Approx(on_h100.time(k).seconds * ratio).epsilon(1e-5));
+  CHECK(on_h200.time(k).seconds == Approx(on_h100.time(k).seconds * ratio + fixed_diff_s).epsilon(1e-5));
   // A kernel without a predictor falls back to the target's roofline.
   CHECK(on_h200.time(uncovered).seconds == Approx(RooflineModel(h200).time(uncovered).seconds));
   ::unsetenv("DTSIM_PREDICTOR_DIR");
