@@ -540,7 +540,12 @@ class Trainer {
     if (overlap && !local()) launch_ready_buckets();
   }
   bool local() const { return O.average_every > 0; }
-  bool averaging_step(int it) const { return local() && (it + 1) % O.average_every == 0; }
+  // Every K-th step, and also the last warm-up step when the warm-up is shorter than K: the run's
+  // first parameter all-reduce pays one-time costs (282 ms instead of 23 ms for resnet50 on 4 H100s)
+  // that must not land in the timed steps.
+  bool averaging_step(int it) const {
+    return local() && ((it + 1) % O.average_every == 0 || (it == O.warmup - 1 && O.warmup < O.average_every));
+  }
   void launch_bucket(int b, ItEv* ev) {
     DH_CUDA(cudaEventRecord(ready[b], R.cs));
     DH_CUDA(cudaStreamWaitEvent(R.ms, ready[b], 0));
@@ -1208,7 +1213,7 @@ json Trainer::run_and_report() {
       st = {{"name", "local-sgd"},
             {"average_every", K},
             {"description", "local SGD: no gradient communication; every average_every-th step (counted from the first "
-                            "warm-up step) ends with an ncclAllReduce (ncclAvg, fp32, in place, compute stream) of the "
+                            "warm-up step, plus the last warm-up step when the warm-up is shorter) ends with an ncclAllReduce (ncclAvg, fp32, in place, compute stream) of the "
                             "flat parameter buffer after the SGD update, then a broadcast of the batchnorm buffers "
                             "from rank 0; momentum buffers stay local"},
             {"parameter_allreduce_bytes", M.flat * 4},
