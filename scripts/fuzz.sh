@@ -4,8 +4,26 @@
 #   bash scripts/fuzz.sh smoke            # every target, -runs=2000 over the corpus (CI)
 #   bash scripts/fuzz.sh run SECONDS [T]  # fuzz each target (or only T) for SECONDS, new inputs in
 #                                         # build-fuzz/corpus/<target>, crashes in build-fuzz/crashes/
+# Installs what it needs from Debian's packages first, as scripts/setup.sh does (only what is
+# missing): clang and libclang-rt-dev (compiler-rt: libclang_rt.fuzzer and the sanitizer runtimes,
+# for the default clang, 14 on bookworm) plus the libraries the fuzzed library links; not g++,
+# Catch2, Google Benchmark, LibTorch or gnuplot, which the fuzz build does not use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+packages=(cmake make pkg-config clang libclang-rt-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libonnx-dev libprotobuf-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "fuzz: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
 mode="${1:-smoke}"
 targets=(model cluster sweep measured onnx)
 [ "$mode" = run ] && [ -n "${3:-}" ] && targets=("$3")
