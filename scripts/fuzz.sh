@@ -4,6 +4,8 @@
 #   bash scripts/fuzz.sh smoke            # every target, -runs=2000 over the corpus (CI)
 #   bash scripts/fuzz.sh run SECONDS [T]  # fuzz each target (or only T) for SECONDS, new inputs in
 #                                         # build-fuzz/corpus/<target>, crashes in build-fuzz/crashes/
+#   bash scripts/fuzz.sh merge [T]        # add to fuzz/corpus/<target> the inputs of
+#                                         # build-fuzz/corpus/<target> that reach new edges
 # Installs what it needs from Debian's packages first, as scripts/setup.sh does (only what is
 # missing): clang and libclang-rt-dev (compiler-rt: libclang_rt.fuzzer and the sanitizer runtimes,
 # for the default clang, 14 on bookworm) plus the libraries the fuzzed library links; not g++,
@@ -27,6 +29,7 @@ fi
 mode="${1:-smoke}"
 targets=(model cluster sweep measured onnx)
 [ "$mode" = run ] && [ -n "${3:-}" ] && targets=("$3")
+[ "$mode" = merge ] && [ -n "${2:-}" ] && targets=("$2")
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DDTSIM_FUZZ=ON \
   -DDTSIM_BUILD_TESTS=OFF -DDTSIM_BUILD_BENCH=OFF -DDTSIM_BUILD_HARNESS=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
@@ -41,6 +44,12 @@ for t in "${targets[@]}"; do
     rm -rf "build-fuzz/smoke/$t" && mkdir -p "build-fuzz/smoke/$t"
     build-fuzz/fuzz/fuzz_$t -runs=2000 -max_len=65536 -rss_limit_mb=4096 -timeout=20 "${dict[@]}" \
       -artifact_prefix=build-fuzz/crashes/$t- "build-fuzz/smoke/$t" "fuzz/corpus/$t"
+  elif [ "$mode" = merge ]; then
+    # -merge=1 keeps only inputs that add coverage; -use_counters=0 counts edges, not hit-count
+    # buckets, which keeps the committed corpus to a few hundred small files per target.
+    echo "fuzz: merging build-fuzz/corpus/$t into fuzz/corpus/$t"
+    build-fuzz/fuzz/fuzz_$t -merge=1 -use_counters=0 -max_len=65536 -rss_limit_mb=4096 -timeout=20 \
+      "fuzz/corpus/$t" "build-fuzz/corpus/$t"
   else
     mkdir -p "build-fuzz/corpus/$t"
     echo "fuzz: $t for ${2:?seconds} s"
