@@ -45,10 +45,11 @@ for t in "${targets[@]}"; do
     build-fuzz/fuzz/fuzz_$t -runs=2000 -max_len=65536 -rss_limit_mb=4096 -timeout=20 "${dict[@]}" \
       -artifact_prefix=build-fuzz/crashes/$t- "build-fuzz/smoke/$t" "fuzz/corpus/$t"
   elif [ "$mode" = merge ]; then
-    # -merge=1 keeps only inputs that add coverage; -use_counters=0 counts edges, not hit-count
-    # buckets, which keeps the committed corpus to a few hundred small files per target.
+    # Adds only inputs that reach new edges (-use_counters=0: edges, not hit-count buckets), and
+    # of those a greedy minimal set (-set_cover_merge=1, -merge=1's smaller variant): a few hundred
+    # files per target.
     echo "fuzz: merging build-fuzz/corpus/$t into fuzz/corpus/$t"
-    build-fuzz/fuzz/fuzz_$t -merge=1 -use_counters=0 -max_len=65536 -rss_limit_mb=4096 -timeout=20 \
+    build-fuzz/fuzz/fuzz_$t -set_cover_merge=1 -use_counters=0 -max_len=65536 -rss_limit_mb=4096 -timeout=20 \
       "fuzz/corpus/$t" "build-fuzz/corpus/$t"
   else
     mkdir -p "build-fuzz/corpus/$t"
