@@ -19,7 +19,10 @@ namespace dtsim {
 
 namespace fs = std::filesystem;
 
-static bool executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p); }
+static bool executable(const std::string& p) {
+  std::error_code ec;
+  return ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p, ec);
+}
 
 std::string find_gnuplot(const std::string& flag) {
   const char* forced = std::getenv("DTSIM_GNUPLOT");
@@ -53,7 +56,8 @@ Plot::Plot(std::string flag, std::string path, int width_px, int height_px)
     : flag_(std::move(flag)), path_(std::move(path)), width_(width_px), height_(height_px) {
   format_ = plot_format(flag_, path_);
   fs::path dest = fs::absolute(path_);
-  if (!fs::is_directory(dest.parent_path())) throw InputError(flag_, "folder of '" + path_ + "' does not exist");
+  std::error_code ec;  // e.g. a name too long: reported as a missing folder, not a filesystem_error
+  if (!fs::is_directory(dest.parent_path(), ec)) throw InputError(flag_, "folder of '" + path_ + "' does not exist");
   // Same folder as the destination, so that the final rename is atomic; a leading dot hides it.
   tmp_path_ = (dest.parent_path() / ("." + dest.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + format_)).string();
 }
@@ -128,7 +132,9 @@ void Plot::render(const std::string& body, const std::vector<PlotFile>& files) {
     if (errno != EINTR) throw std::runtime_error("lost track of gnuplot");
   rendered_ = true;  // whatever it left at tmp_path_ is ours to remove
   std::string err = slurp(dir + "/gnuplot.err");
-  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(tmp_path_) && fs::file_size(tmp_path_) > 0;
+  std::error_code ec;
+  const auto bytes = fs::file_size(tmp_path_, ec);  // no such file: ec, not a filesystem_error
+  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !ec && bytes > 0;
   if (!ok) {
     std::string first;
     std::istringstream lines(err);

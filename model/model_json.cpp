@@ -170,7 +170,8 @@ Graph load_model(const std::string& name_or_path, const ModelLoadOptions& option
   std::string path = name_or_path;
   if (!looks_like_path(name_or_path)) {
     path = config_dir() + "/models/" + name_or_path + ".json";
-    if (!fs::exists(path)) {
+    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
+    if (!fs::exists(path, ec)) {
       std::string known;
       for (const auto& n : zoo_models()) known += (known.empty() ? "" : ", ") + n;
       throw InputError("--model", "unknown model '" + name_or_path + "' (built-in: " + known + "; or give a path to a .json or .onnx file)");

@@ -274,6 +274,16 @@ class Importer {
       } catch (const std::exception& e) {
         fail_at(n, "malformed node: " + first_line(e.what()));
       }
+      // libonnx 1.12's shape inference divides by these without checking them (a stride of 0 is a
+      // SIGFPE in convPoolShapeInference, found by fuzz_onnx); ONNX requires them positive.
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape") {
+          for (int64_t v : a.ints())
+            if (v < 1) fail_at(n, a.name() + " must be positive, got " + std::to_string(v));
+        } else if (a.name() == "blocksize" && a.i() < 1) {
+          fail_at(n, "blocksize must be positive, got " + std::to_string(a.i()));
+        }
+      }
     }
   }
 

@@ -248,7 +248,8 @@ std::string cluster_path(const std::string& name_or_path) {
   if (name_or_path.find('/') == std::string::npos &&
       !(name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0)) {
     path = config_dir() + "/clusters/" + name_or_path + ".json";
-    if (!fs::exists(path)) {
+    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
+    if (!fs::exists(path, ec)) {
       std::string known;
       for (const auto& n : cluster_presets()) known += (known.empty() ? "" : ", ") + n;
       throw InputError("--cluster", "unknown cluster '" + name_or_path + "' (presets: " + known + "; or give a path to a .json file)");

@@ -33,7 +33,8 @@ GpuSpec load_gpu(const std::string& name_or_path) {
   std::string path = name_or_path;
   if (name_or_path.find('/') == std::string::npos) {
     path = config_dir() + "/gpus/" + name_or_path + ".json";
-    if (!std::filesystem::exists(path)) throw InputError("gpu", "unknown GPU '" + name_or_path + "' (no " + path + ")");
+    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
+    if (!std::filesystem::exists(path, ec)) throw InputError("gpu", "unknown GPU '" + name_or_path + "' (no " + path + ")");
   }
   Json doc = load_json_file(path);
   return parse_gpu(JsonObject(doc, path, "$"));

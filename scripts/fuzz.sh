@@ -4,11 +4,32 @@
 #   bash scripts/fuzz.sh smoke            # every target, -runs=2000 over the corpus (CI)
 #   bash scripts/fuzz.sh run SECONDS [T]  # fuzz each target (or only T) for SECONDS, new inputs in
 #                                         # build-fuzz/corpus/<target>, crashes in build-fuzz/crashes/
+#   bash scripts/fuzz.sh merge [T]        # add to fuzz/corpus/<target> the inputs of
+#                                         # build-fuzz/corpus/<target> that reach new edges
+# Installs what it needs from Debian's packages first, as scripts/setup.sh does (only what is
+# missing): clang and libclang-rt-dev (compiler-rt: libclang_rt.fuzzer and the sanitizer runtimes,
+# for the default clang, 14 on bookworm) plus the libraries the fuzzed library links; not g++,
+# Catch2, Google Benchmark, LibTorch or gnuplot, which the fuzz build does not use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+packages=(cmake make pkg-config clang libclang-rt-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libonnx-dev libprotobuf-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "fuzz: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
 mode="${1:-smoke}"
 targets=(model cluster sweep measured onnx)
 [ "$mode" = run ] && [ -n "${3:-}" ] && targets=("$3")
+[ "$mode" = merge ] && [ -n "${2:-}" ] && targets=("$2")
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DDTSIM_FUZZ=ON \
   -DDTSIM_BUILD_TESTS=OFF -DDTSIM_BUILD_BENCH=OFF -DDTSIM_BUILD_HARNESS=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
@@ -23,6 +44,13 @@ for t in "${targets[@]}"; do
     rm -rf "build-fuzz/smoke/$t" && mkdir -p "build-fuzz/smoke/$t"
     build-fuzz/fuzz/fuzz_$t -runs=2000 -max_len=65536 -rss_limit_mb=4096 -timeout=20 "${dict[@]}" \
       -artifact_prefix=build-fuzz/crashes/$t- "build-fuzz/smoke/$t" "fuzz/corpus/$t"
+  elif [ "$mode" = merge ]; then
+    # Adds only inputs that reach new edges (-use_counters=0: edges, not hit-count buckets), and
+    # of those a greedy minimal set (-set_cover_merge=1, -merge=1's smaller variant): a few hundred
+    # files per target.
+    echo "fuzz: merging build-fuzz/corpus/$t into fuzz/corpus/$t"
+    build-fuzz/fuzz/fuzz_$t -set_cover_merge=1 -use_counters=0 -max_len=65536 -rss_limit_mb=4096 -timeout=20 \
+      "fuzz/corpus/$t" "build-fuzz/corpus/$t"
   else
     mkdir -p "build-fuzz/corpus/$t"
     echo "fuzz: $t for ${2:?seconds} s"

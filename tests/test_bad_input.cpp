@@ -168,6 +168,7 @@ TEST_CASE("bad input: cluster spec") {
       drop("/inter_node/nic_bandwidth_Gbps", "$.inter_node.nic_bandwidth_Gbps"),
       drop("/framework/bucket_MiB", "$.framework.bucket_MiB"),
       set("/gpu", "h900", "$.gpu"),
+      set("/gpu", std::string(300, 'g'), "$.gpu"),  // longer than a file name may be
       set("/gpu", 5, "$.gpu"),
       set("/intra_node/kind", "carrier-pigeon", "$.intra_node.kind"),
       set("/intra_node/bandwidth_GBps", 0, "$.intra_node.bandwidth_GBps"),
@@ -210,6 +211,10 @@ TEST_CASE("bad input: sweep file") {
       set("/models/0", 3, "$.models[0]"),
       set("/models/0", "nosuchnet", "$.models[0]"),
       set("/cluster", "nowhere", "$.cluster"),
+      // Names longer than a file name may be (found by fuzz_sweep): unknown, not a filesystem_error.
+      set("/models/0", std::string(300, 'm'), "$.models[0]"),
+      set("/cluster", std::string(300, 'c'), "$.cluster"),
+      set("/framework", std::string(300, 'f'), "$.framework"),
       set("/precision", "fp8", "$.precision"),
       set("/algo", "magic", "$.algo"),
       set("/overlap", "yes", "$.overlap"),

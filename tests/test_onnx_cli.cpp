@@ -79,7 +79,7 @@ TEST_CASE("cli onnx: eval-mode exports are said so in one line on stderr; bad fi
   CHECK(r.code == 0);
   CHECK(lines(r.err) == 1);
   CHECK(r.err.find("eval-mode export") != std::string::npos);
-  for (const char* f : {"not_onnx", "truncated", "dangling", "dynamic_hw", "zero_dim", "custom_domain"}) {
+  for (const char* f : {"not_onnx", "truncated", "dangling", "dynamic_hw", "zero_dim", "zero_stride", "custom_domain"}) {
     INFO(f);
     auto b = run_cli("models --model " + model(f));
     CHECK(b.code == 2);

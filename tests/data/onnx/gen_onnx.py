@@ -531,6 +531,12 @@ def small_cases():
         y = b.node("Conv", [b.x, b.init("conv1.weight", [8, 3, 3, 3])], "conv1", auto_pad="SAME_UPPER", kernel_shape=[3, 3], strides=[2, 2])
         return head(b, b.relu(b.bn(y, "bn1", 8), "relu"))
     cases["same_upper"] = same_upper
+    # A stride of 0: libonnx 1.12's shape inference divides by it (SIGFPE; found by fuzz_onnx), so
+    # the importer refuses it before inference.
+    def zero_stride(b):
+        y = b.node("Conv", [b.x, b.init("conv1.weight", [8, 3, 3, 3])], "conv1", auto_pad="SAME_UPPER", kernel_shape=[3, 3], strides=[0, 2])
+        return head(b, b.relu(b.bn(y, "bn1", 8), "relu"))
+    cases["zero_stride"] = zero_stride
     # nn.Linear exported as MatMul + Add, a PReLU, a softmax at the end, hardswish as x * hardsigmoid(x).
     def matmul_softmax(b):
         y = stem(b)
