@@ -46,7 +46,15 @@ static const std::vector<std::string> kBaselineFeatures = {"roofline_compute_us"
 static const std::vector<std::string>& kind_feature_names(KernelKind kind) {
   static const std::vector<std::string> conv = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
                                                 "groups", "P", "Q", "gemm_m", "gemm_n", "gemm_k", "flops", "bytes", "intensity", "waves",
-                                                "last_wave_fill", "depthwise", "c_align8", "k_align8"};
+                                                "last_wave_fill", "depthwise", "c_align8", "k_align8",
+                                                // The pass's own implicit GEMM (bwd_data: M = N*H*W, N = C, K = K*R*S;
+                                                // bwd_filter: M = K, N = C*R*S, K = N*P*Q), its tiles and last-wave fill
+                                                // for the tile shapes cuDNN's Hopper kernels use, the three tensors' bytes
+                                                // and the shape's class.
+                                                "pass_gemm_m", "pass_gemm_n", "pass_gemm_k", "tiles_64x64", "fill_64x64",
+                                                "tiles_128x64", "fill_128x64", "tiles_128x128", "fill_128x128", "tiles_256x128",
+                                                "fill_256x128", "input_bytes", "output_bytes", "weight_bytes", "c_over_k",
+                                                "compute_over_memory", "is_1x1", "is_stride1", "is_pure_gemm"};
   static const std::vector<std::string> gemm = {"M", "N", "K", "flops", "bytes", "intensity", "waves", "last_wave_fill", "m_align8", "n_align8",
                                                 "k_align8"};
   static const std::vector<std::string> bn = {"N", "C", "HW", "elements", "per_channel", "bytes"};
@@ -83,8 +91,41 @@ const std::vector<std::string>& feature_names(KernelKind kind) {
 
 static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out);
 
+// A convolution's view as the implicit GEMM its pass runs, tiled for several tile shapes.
+static void conv_pass_features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], r = s[5], sw = s[6], g = static_cast<double>(s[13]);
+  const double p = static_cast<double>((s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1);
+  const double q = static_cast<double>((s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1);
+  double gm = n * p * q, gn = kk / g, gk = c / g * r * sw;  // fwd
+  if (k.pass == Pass::BwdData) gm = n * h * w, gn = c / g, gk = kk / g * r * sw;
+  else if (k.pass == Pass::BwdFilter) gm = kk / g, gn = c / g * r * sw, gk = n * p * q;
+  out.push_back(lg(gm));
+  out.push_back(lg(gn));
+  out.push_back(lg(gk));
+  static const double kTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {256, 128}};
+  for (const auto& t : kTiles) {
+    const double tm = t[0], tn = t[1];
+    double tiles = std::ceil(gm / tm) * std::ceil(gn / tn) * g;
+    double waves = tiles / std::max(sm_count, 1);
+    out.push_back(lg(tiles));
+    out.push_back(waves - std::floor(waves));
+  }
+  const double eb = element_bytes(k.math);
+  out.push_back(lg(n * c * h * w * eb));
+  out.push_back(lg(n * kk * p * q * eb));
+  out.push_back(lg(kk * c / g * r * sw * eb));
+  out.push_back(std::log2(std::max(c, 1.0) / std::max(kk, 1.0)));
+  out.push_back(std::log2((base.compute_s(k) + 1e-9) / (base.memory_s(k) + 1e-9)));
+  const bool one = s[5] == 1 && s[6] == 1, stride1 = s[7] == 1 && s[8] == 1;
+  out.push_back(one ? 1.0 : 0.0);
+  out.push_back(stride1 ? 1.0 : 0.0);
+  out.push_back(one && stride1 && s[9] == 0 && s[10] == 0 ? 1.0 : 0.0);
+}
+
 void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
   kind_features(k, sm_count, out);
+  if (k.kind == KernelKind::Conv2d) conv_pass_features(k, sm_count, base, out);
   out.push_back(std::log2(base.compute_s(k) * 1e6 + 1e-3));
   out.push_back(std::log2(base.memory_s(k) * 1e6 + 1e-3));
 }

@@ -49,6 +49,13 @@ struct Options {
   // that such kernels fall back to the roofline rather than to a predictor known to be worse.
   double target_matmul = 0.10, target_vector = 0.15;
   bool evaluate = false;  // no training: score the shipped predictors on --data measured on --gpu
+  // Model selection without the held-out shapes: train on the training shapes whose hash is 2-4 mod 5,
+  // report the error on those with 1 mod 5 (the validation part); held-out rows are not read.
+  bool validate = false;
+  std::string loss = "huber";  // huber or l1, in log space
+  double lr = 3e-3;
+  int ensemble = 1;  // MLPs per predictor (different seeds), packed into one block-diagonal MLP
+  std::string drop_features;  // comma-separated feature names the MLP does not see (for comparisons)
 };
 
 struct ErrorStats {
@@ -116,6 +123,10 @@ Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, i
   m.feature_std = ((x.rowwise() - m.feature_mean.transpose()).array().square().colwise().sum() / std::max<int64_t>(n - 1, 1)).sqrt();
   for (Eigen::Index c = 0; c < nf; ++c)
     if (m.feature_std(c) < 1e-6f) m.feature_std(c) = 1;  // a constant feature carries nothing
+  // A dropped feature normalises to 0 for every kernel, in training and in inference alike.
+  for (const auto& d : split(opt.drop_features, ','))
+    for (Eigen::Index c = 0; c < nf; ++c)
+      if (!d.empty() && names[c] == d) m.feature_std(c) = 1e30f;
   m.target_mean = y.mean();
   m.target_std = std::sqrt((y.array() - m.target_mean).square().sum() / std::max<int64_t>(n - 1, 1));
   if (m.target_std < 1e-6f) m.target_std = 1;
@@ -126,52 +137,83 @@ Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, i
   torch::Tensor X = torch::from_blob(xr.data(), {n, nf}, torch::kFloat32).clone();
   torch::Tensor Y = torch::from_blob(yn.data(), {n, 1}, torch::kFloat32).clone();
 
-  torch::manual_seed(static_cast<uint64_t>(opt.seed) + std::hash<std::string>{}(key) % 1000003);
-  torch::nn::Sequential net;
-  int64_t in = nf;
-  for (int h : hidden) {
-    net->push_back(torch::nn::Linear(in, h));
-    net->push_back(torch::nn::ReLU());
-    in = h;
-  }
-  net->push_back(torch::nn::Linear(in, 1));
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::vector<std::vector<RowMatrix>> member_w;
+  std::vector<std::vector<Eigen::VectorXf>> member_b;
+  for (int member = 0; member < opt.ensemble; ++member) {
+    const uint64_t seed = static_cast<uint64_t>(opt.seed) + 7919ULL * static_cast<uint64_t>(member);
+    torch::manual_seed(seed + std::hash<std::string>{}(key) % 1000003);
+    torch::nn::Sequential net;
+    int64_t in = nf;
+    for (int h : hidden) {
+      net->push_back(torch::nn::Linear(in, h));
+      net->push_back(torch::nn::ReLU());
+      in = h;
+    }
+    net->push_back(torch::nn::Linear(in, 1));
 
-  const double lr0 = 3e-3;
-  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(lr0).weight_decay(opt.weight_decay));
-  const int64_t batch = std::min<int64_t>(n, 1024);
-  torch::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(opt.seed));
-  double loss_value = 0;
-  for (int step = 1; step <= opt.steps; ++step) {
-    double lr = 1e-5 + 0.5 * (lr0 - 1e-5) * (1 + std::cos(M_PI * step / opt.steps));
-    for (auto& g : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
-    torch::Tensor xb = X, yb = Y;
-    if (batch < n) {
-      torch::Tensor idx = torch::randint(n, {batch}, gen, torch::kLong);
-      xb = X.index_select(0, idx);
-      yb = Y.index_select(0, idx);
+    const double lr0 = opt.lr;
+    torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(lr0).weight_decay(opt.weight_decay));
+    const int64_t batch = std::min<int64_t>(n, 1024);
+    torch::Generator gen = at::detail::createCPUGenerator(seed);
+    double loss_value = 0;
+    for (int step = 1; step <= opt.steps; ++step) {
+      double lr = 1e-5 + 0.5 * (lr0 - 1e-5) * (1 + std::cos(M_PI * step / opt.steps));
+      for (auto& g : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
+      torch::Tensor xb = X, yb = Y;
+      if (batch < n) {
+        torch::Tensor idx = torch::randint(n, {batch}, gen, torch::kLong);
+        xb = X.index_select(0, idx);
+        yb = Y.index_select(0, idx);
+      }
+      adam.zero_grad();
+      // In log space. Huber: quadratic for small errors, linear for the few shapes where cuDNN picked
+      // a poor algorithm, which would otherwise pull the fit towards them. L1 fits the median ratio.
+      torch::Tensor loss = opt.loss == "l1" ? torch::l1_loss(net->forward(xb), yb)
+                                            : torch::smooth_l1_loss(net->forward(xb), yb, at::Reduction::Mean, opt.huber_beta);
+      loss.backward();
+      adam.step();
+      if (step % 100 == 0 || step == opt.steps) {
+        loss_value = loss.item<double>();
+        progress(key, step, opt.steps, loss_value);
+      }
     }
-    adam.zero_grad();
-    // Huber in log space: quadratic for small errors, linear for the few shapes where cuDNN picked a
-    // poor algorithm, which would otherwise pull the fit towards them.
-    torch::Tensor loss = torch::smooth_l1_loss(net->forward(xb), yb, at::Reduction::Mean, opt.huber_beta);
-    loss.backward();
-    adam.step();
-    if (step % 100 == 0 || step == opt.steps) {
-      loss_value = loss.item<double>();
-      progress(key, step, opt.steps, loss_value);
+
+    member_w.emplace_back();
+    member_b.emplace_back();
+    for (const auto& module : net->children()) {
+      if (auto* lin = module->as<torch::nn::Linear>()) {
+        torch::Tensor w = lin->weight.detach().contiguous(), b = lin->bias.detach().contiguous();
+        RowMatrix wm(w.size(0), w.size(1));
+        std::memcpy(wm.data(), w.data_ptr<float>(), sizeof(float) * w.numel());
+        Eigen::VectorXf bv(b.size(0));
+        std::memcpy(bv.data(), b.data_ptr<float>(), sizeof(float) * b.numel());
+        member_w.back().push_back(std::move(wm));
+        member_b.back().push_back(std::move(bv));
+      }
     }
   }
 
-  for (const auto& module : net->children()) {
-    if (auto* lin = module->as<torch::nn::Linear>()) {
-      torch::Tensor w = lin->weight.detach().contiguous(), b = lin->bias.detach().contiguous();
-      Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> wm(w.size(0), w.size(1));
-      std::memcpy(wm.data(), w.data_ptr<float>(), sizeof(float) * w.numel());
-      Eigen::VectorXf bv(b.size(0));
-      std::memcpy(bv.data(), b.data_ptr<float>(), sizeof(float) * b.numel());
-      m.weights.push_back(std::move(wm));
-      m.biases.push_back(std::move(bv));
+  // An ensemble is one wider MLP: the members' first layers stacked, their hidden layers block-diagonal
+  // and their output layers averaged (the mean of the members' log ratios, a geometric mean of times).
+  const size_t layers = member_w.front().size();
+  const int e = opt.ensemble;
+  for (size_t l = 0; l < layers; ++l) {
+    const Eigen::Index rows = member_w[0][l].rows(), cols = member_w[0][l].cols();
+    const bool first = l == 0, last = l + 1 == layers;
+    RowMatrix w = RowMatrix::Zero(last ? 1 : rows * e, first ? cols : cols * e);
+    Eigen::VectorXf b = Eigen::VectorXf::Zero(last ? 1 : rows * e);
+    for (int k = 0; k < e; ++k) {
+      if (last) {
+        w.block(0, k * cols, 1, cols) = member_w[k][l] / static_cast<float>(e);
+        b += member_b[k][l] / static_cast<float>(e);
+      } else {
+        w.block(k * rows, first ? 0 : k * cols, rows, cols) = member_w[k][l];
+        b.segment(k * rows, rows) = member_b[k][l];
+      }
     }
+    m.weights.push_back(std::move(w));
+    m.biases.push_back(std::move(b));
   }
   return m;
 }
@@ -227,6 +269,14 @@ int run(int argc, char** argv) {
   app.add_flag("--evaluate", opt.evaluate,
                "Score the shipped predictors (kernels_mlp/pretrained, or $DTSIM_PREDICTOR_DIR) on all rows of --data measured on --gpu, "
                "e.g. H100 predictors on H200 data; --out is ignored");
+  app.add_flag("--validate", opt.validate,
+               "Model selection: train on the training shapes whose hash is 2-4 mod 5 and report the error on those with 1 mod 5; "
+               "held-out shapes are neither read nor reported and nothing is written");
+  app.add_option("--loss", opt.loss, "Loss in log space: huber or l1")->check(CLI::IsMember({"huber", "l1"}))->capture_default_str();
+  app.add_option("--lr", opt.lr, "Peak Adam learning rate (cosine decay)")->check(CLI::Range(1e-6, 1.0))->capture_default_str();
+  app.add_option("--ensemble", opt.ensemble, "MLPs per predictor, averaged in log space (packed into one MLP)")
+      ->check(CLI::Range(1, 16))->capture_default_str();
+  app.add_option("--drop-features", opt.drop_features, "Comma-separated feature names to hide from the MLPs (comparisons)");
   app.add_option("--dump", opt.dump, "Write every row's measured and predicted time to this CSV");
   app.add_option("--min-rows", opt.min_rows, "Fewest training rows a predictor needs")->check(CLI::Range(2, 1000000))->capture_default_str();
   try {
@@ -274,14 +324,16 @@ int run(int argc, char** argv) {
   if (by_key.empty()) throw InputError(data_dir, "no kernel rows to train on (expected the harness's CSVs)");
 
   if (opt.evaluate) return evaluate(by_key, gpu);
-  if (opt.out.empty()) throw InputError("--out", "required when training");
+  if (opt.out.empty() && !opt.validate) throw InputError("--out", "required when training");
 
   Json manifest;
   manifest["format"] = 1;
   manifest["gpu"] = opt.gpu;
   manifest["baseline"] = baseline_json(base, gpu.sm_count);
   manifest["trained_with"] = {{"program", "dtsim-train-predictors"}, {"libtorch", TORCH_VERSION}, {"seed", opt.seed}, {"steps", opt.steps},
-                              {"hidden", hidden}, {"split", "held-out: shapes whose FNV-1a hash is 0 mod 5"}};
+                              {"hidden", hidden}, {"weight_decay", opt.weight_decay}, {"loss", opt.loss}, {"lr", opt.lr},
+                              {"ensemble", opt.ensemble},
+                              {"split", "held-out: shapes whose FNV-1a hash is 0 mod 5"}};
   Json data = Json::array();
   for (const auto& f : files) data.push_back({{"file", fs::path(f).filename().string()}, {"fnv1a64", file_fnv1a64(f)}});
   manifest["data"] = std::move(data);
@@ -295,11 +347,15 @@ int run(int argc, char** argv) {
 
   std::vector<Mlp> mlps;
   std::string dump = "key,part,shape,measured_s,predicted_s\n";
-  std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "predictor", "train", "heldout", "train", "heldout", "heldout", "heldout");
+  const char* part = opt.validate ? "valid" : "heldout";
+  std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "predictor", "train", part, "train", part, part, part);
   std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "", "rows", "rows", "MAPE", "MAPE", "median", "max");
   for (const auto& [key, samples] : by_key) {
     std::vector<const Sample*> train, held;
-    for (const auto& s : samples) (is_heldout(s.kernel) ? held : train).push_back(&s);
+    for (const auto& s : samples) {
+      if (!opt.validate) (is_heldout(s.kernel) ? held : train).push_back(&s);
+      else if (!is_heldout(s.kernel)) (shape_hash(s.kernel) % 5 == 1 ? held : train).push_back(&s);
+    }
     if (static_cast<int>(train.size()) < opt.min_rows) {
       std::printf("%-30s %7zu %7zu  skipped: fewer than %d training rows\n", key.c_str(), train.size(), held.size(), opt.min_rows);
       continue;
@@ -324,7 +380,7 @@ int run(int argc, char** argv) {
         }
       };
       rows("train", train, p_train);
-      rows("heldout", held, p_held);
+      rows(opt.validate ? "validation" : "heldout", held, p_held);
     }
     const double target = (key.rfind("conv2d/", 0) == 0 || key.rfind("gemm/", 0) == 0) ? opt.target_matmul : opt.target_vector;
     m.heldout = to_json(ho);
@@ -333,6 +389,7 @@ int run(int argc, char** argv) {
     std::printf("%-30s %7zu %7zu %8.2f%% %8.2f%% %8.2f%% %8.1f%%\n", key.c_str(), tr.rows, ho.rows, 100 * tr.mape, 100 * ho.mape,
                 100 * ho.median_ape, 100 * ho.max_ape);
     std::fflush(stdout);
+    if (opt.validate) continue;
     if (ho.rows == 0 || ho.mape > target) {
       std::printf("%-30s not written: held-out MAPE above its %.0f%% target (kernels fall back to the roofline)\n", key.c_str(), 100 * target);
       continue;
@@ -341,6 +398,7 @@ int run(int argc, char** argv) {
   }
   // The dump is for diagnosis, so it is written also when no predictor met its target.
   if (!opt.dump.empty()) write_file_atomic(opt.dump, dump);
+  if (opt.validate) return 0;
   if (mlps.empty()) {
     std::printf("no predictor met its held-out target: nothing written to %s\n", opt.out.c_str());
     return 1;
