@@ -16,18 +16,6 @@ std::string DasoStrategy::trade_off() const {
          "global averages; needs a blocking warm-up and cool-down";
 }
 
-double daso_global_allreduce_s(double bytes, const Placement& where, const ClusterSpec& c, const CollectiveAlgorithm& algo) {
-  if (where.nodes <= 1 || bytes <= 0) return 0;
-  const int g = where.local_gpus();
-  ClusterSpec shared = c;
-  shared.inter.nic_bandwidth_Bps = c.inter.nic_bandwidth_Bps / g;  // g groups at once through the node's NICs
-  Placement one_per_node;
-  one_per_node.gpus = where.nodes;
-  one_per_node.nodes = where.nodes;
-  one_per_node.gpus_per_node = 1;
-  return algo.time_s(CollectiveOp::AllReduce, bytes / g, one_per_node, shared);
-}
-
 StrategyOutcome DasoStrategy::predict(const StrategyContext& ctx) const {
   const StrategyParams& sp = ctx.params;
   if (sp.global_skip < 0) throw InputError("--global-skip", "must be >= 1");
@@ -40,18 +28,15 @@ StrategyOutcome DasoStrategy::predict(const StrategyContext& ctx) const {
 
   // Every step: DDP's buckets all-reduced among the node's GPUs only.
   const Placement& w = ctx.where;
-  Placement node;
-  node.gpus = w.local_gpus();
-  node.nodes = 1;
-  node.gpus_per_node = w.local_gpus();
+  const Placement node = node_placement(w);
   auto local_bucket = [&](double bytes) { return ctx.algo.time_s(CollectiveOp::AllReduce, bytes, node, ctx.c); };
   const IterationTimeline local = ctx.simulate(local_bucket);
   const double t_local = local.iteration_s;
 
   // The global average of the parameters (FP32 master weights: 4 bytes each).
   const double param_bytes = 4.0 * static_cast<double>(ctx.g.params());
-  const double global_fp32_s = daso_global_allreduce_s(param_bytes, w, ctx.c, ctx.algo);
-  const double global_bf16_s = daso_global_allreduce_s(param_bytes / 2, w, ctx.c, ctx.algo);
+  const double global_fp32_s = rails_allreduce_s(param_bytes, w, ctx.c, ctx.algo);
+  const double global_bf16_s = rails_allreduce_s(param_bytes / 2, w, ctx.c, ctx.algo);
 
   // Cycling: a global average every `skip` steps runs behind the next min(wait, skip) local steps
   // (a later one cannot start before the NICs are free); only what sticks out is waited for.

@@ -16,8 +16,4 @@ class DasoStrategy : public Strategy {
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 };
 
-// The global parameter all-reduce of DASO: g groups (one per local rank) of one GPU per node, each
-// all-reducing bytes / g while sharing the node's network g ways.
-double daso_global_allreduce_s(double bytes, const Placement& where, const ClusterSpec& c, const CollectiveAlgorithm& algo);
-
 }  // namespace dtsim

@@ -61,18 +61,9 @@ StrategyOutcome DataParallelStrategy::predict(const StrategyContext& ctx) const 
     // own GPUs: each pays its own fixed cost. Measured on one 4-H100 node split 2 x 2, the textbook
     // single-call pricing (--algo hierarchical) came out faster than dp where NCCL was 2-14% slower.
     const Placement& w = ctx.where;
-    Placement node, rail;
-    node.gpus = node.gpus_per_node = w.local_gpus();
-    node.nodes = 1;
-    rail.gpus = rail.nodes = w.nodes;
-    rail.gpus_per_node = 1;
-    // The g rails (one per local rank) cross the network side by side: each gets 1/g of the node's NICs.
-    ClusterSpec rail_c = ctx.c;
-    rail_c.inter.oversubscription *= w.local_gpus();
-    const double g = w.local_gpus();
+    const Placement node = node_placement(w);
     auto bucket = [&](double bytes) {
-      return ctx.algo.time_s(CollectiveOp::ReduceScatter, bytes, node, ctx.c) +
-             ctx.algo.time_s(CollectiveOp::AllReduce, bytes / g, rail, rail_c) +
+      return ctx.algo.time_s(CollectiveOp::ReduceScatter, bytes, node, ctx.c) + rails_allreduce_s(bytes, w, ctx.c, ctx.algo) +
              ctx.algo.time_s(CollectiveOp::AllGather, bytes, node, ctx.c);
     };
     StrategyOutcome o = outcome_from_timeline(name(), trade_off(), ctx.simulate(bucket));
@@ -81,11 +72,7 @@ StrategyOutcome DataParallelStrategy::predict(const StrategyContext& ctx) const 
   }
   if (kind_ == HierarchicalLeader) {
     const Placement& w = ctx.where;
-    Placement node, leaders;
-    node.gpus = node.gpus_per_node = w.local_gpus();
-    node.nodes = 1;
-    leaders.gpus = leaders.nodes = w.nodes;
-    leaders.gpus_per_node = 1;
+    const Placement node = node_placement(w), leaders = one_per_node_placement(w);
     auto bucket = [&](double bytes) {
       return ctx.algo.time_s(CollectiveOp::Reduce, bytes, node, ctx.c) + ctx.algo.time_s(CollectiveOp::AllReduce, bytes, leaders, ctx.c) +
              ctx.algo.time_s(CollectiveOp::Broadcast, bytes, node, ctx.c);
