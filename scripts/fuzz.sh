@@ -13,18 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make pkg-config clang libclang-rt-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libonnx-dev libprotobuf-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "fuzz: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source scripts/install_packages.sh
+install_missing fuzz cmake make pkg-config clang libclang-rt-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libonnx-dev libprotobuf-dev
 
 mode="${1:-smoke}"
 targets=(model cluster sweep measured onnx)
