@@ -38,7 +38,7 @@ static void usage() {
       "  train       --out DIR [--model resnet50[,vgg16,...|path.json]] [--batch 32[,64]] [--gpus 1]\n"
       "              [--math fp32[,bf16]] [--overlap on[,off] | --no-overlap] [--bucket-mib 25]\n"
       "              [--first-bucket-mib 1] [--iters 25] [--warmup 5] [--profile-iters 2] [--nbatches 4]\n"
-      "              [--lr 0.01] [--momentum 0.9] [--weight-decay 1e-4] [--workspace-mib 1024]\n"
+      "              [--lr 0.01] [--momentum 0.9] [--weight-decay 1e-4] [--workspace-mib 4096]\n"
       "              [--graph-max-plans 10] [--timeout-s 120] [--total-timeout-s 1800] [--seed 1]\n"
       "              [--no-broadcast-buffers] [--models-dir configs/models] [--git-commit SHA]\n"
       "              [--allreduce flat|hierarchical|hierarchical-leader --group-size G] [--average-every K]\n"

@@ -328,7 +328,7 @@ struct Opts {
   double bucket_mib = 25, first_bucket_mib = 1;
   int iters = 25, warmup = 5, profile_iters = 2, nbatches = 4;
   float lr = 0.01f, momentum = 0.9f, wd = 1e-4f;
-  size_t ws_bytes = 1024ull << 20;
+  size_t ws_bytes = 4096ull << 20;  // as kernel mode; PyTorch is bounded only by free memory
   int max_plans = 10;
   double timeout_s = 120;
   bool broadcast_buffers = true;
@@ -1415,7 +1415,7 @@ int run_train(const Args& a) {
   o.lr = static_cast<float>(a.num("lr", 0.01));
   o.momentum = static_cast<float>(a.num("momentum", 0.9));
   o.wd = static_cast<float>(a.num("weight-decay", 1e-4));
-  o.ws_bytes = static_cast<size_t>(a.integer("workspace-mib", 1024)) << 20;
+  o.ws_bytes = static_cast<size_t>(a.integer("workspace-mib", 4096)) << 20;
   o.max_plans = static_cast<int>(a.integer("graph-max-plans", 10));
   o.timeout_s = a.num("timeout-s", 120);
   o.broadcast_buffers = !a.has("no-broadcast-buffers");
