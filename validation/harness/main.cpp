@@ -42,7 +42,8 @@ static void usage() {
       "              [--graph-max-plans 10] [--timeout-s 120] [--total-timeout-s 1800] [--seed 1]\n"
       "              [--no-broadcast-buffers] [--models-dir configs/models] [--git-commit SHA]\n"
       "              [--allreduce flat|hierarchical|hierarchical-leader --group-size G] [--average-every K]\n"
-      "  info        [--device 0]   print the provenance record as JSON\n");
+      "  info        [--device 0]   print the provenance record as JSON\n"
+      "  selftest    train mode's bias add and bias gradient kernels against a CPU reference\n");
 }
 
 int main(int argc, char** argv) {
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
     if (mode == "collective") return dh::run_collective(a);
     if (mode == "train") return dh::run_train(a);
     if (mode == "info") return dh::run_info(a);
+    if (mode == "selftest") return dh::run_selftest(a);
     std::fprintf(stderr, "dtsim-harness: unknown mode '%s'\n", mode.c_str());
     usage();
     return 2;
