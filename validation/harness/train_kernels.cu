@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "train_kernels.hpp"
 
@@ -40,10 +41,28 @@ __global__ void k_b2f(const __nv_bfloat16* in, float* out, size_t n) {
 }
 
 // Bias add and bias gradient run at memory speed, as PyTorch's (output.add_(bias) and
-// grad_output.sum({0, 2, 3}) through TensorIterator, whose index math is 32-bit multiply-shift): the
-// first version divided a 64-bit flat index per element and one block summed a whole channel, which
-// made a bf16 bias add on vgg16's first layers run at a third of the bandwidth and its bias gradient at
-// a tenth. Blocks work on (image, channel) planes, so the channel is known per block, not per element.
+// grad_output.sum({0, 2, 3}) through TensorIterator: 32-bit index math, vectorised loads). The first
+// version divided a 64-bit flat index per element and gave each channel one block, which ran a bf16
+// bias add on vgg16's first layers at a third of the bandwidth and its bias gradient at a tenth; the
+// second (scalar loads) still reached only 0.6-1.4 TB/s. Blocks now work on (image, channel) planes,
+// four elements per load where a plane's length allows; linear layers (HW = 1) sum columns.
+
+// Four consecutive elements as float, one 16-byte (fp32) or 8-byte (bf16) access.
+__device__ __forceinline__ float4 ld4(const float* p, unsigned j) { return reinterpret_cast<const float4*>(p)[j]; }
+__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p, unsigned j) {
+  uint2 raw = reinterpret_cast<const uint2*>(p)[j];
+  float2 a = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&raw.x));
+  float2 b = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&raw.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ void st4(float* p, unsigned j, float4 v) { reinterpret_cast<float4*>(p)[j] = v; }
+__device__ __forceinline__ void st4(__nv_bfloat16* p, unsigned j, float4 v) {
+  __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+  uint2 raw;
+  raw.x = *reinterpret_cast<unsigned*>(&a);
+  raw.y = *reinterpret_cast<unsigned*>(&b);
+  reinterpret_cast<uint2*>(p)[j] = raw;
+}
 
 // Flat version for small planes (linear layers: HW = 1).
 template <typename T>
@@ -51,13 +70,21 @@ __global__ void k_bias_add_flat(T* y, const float* b, unsigned C, unsigned HW, u
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) st(y, i, ld(y, i) + b[(i / HW) % C]);
 }
 
-// Block `blk` adds to part blk % parts of plane blk / parts.
-template <typename T>
+// Block `blk` adds to part blk % parts of plane blk / parts; VEC: HW % 4 == 0, four per access.
+template <typename T, bool VEC>
 __global__ void k_bias_add_planes(T* y, const float* b, unsigned C, unsigned HW, unsigned parts) {
   const unsigned plane = blockIdx.x / parts, part = blockIdx.x % parts;
   const float bias = b[plane % C];
   T* p = y + size_t(plane) * HW;
-  for (unsigned i = part * blockDim.x + threadIdx.x; i < HW; i += parts * blockDim.x) st(p, i, ld(p, i) + bias);
+  if (VEC) {
+    for (unsigned j = part * blockDim.x + threadIdx.x; j < HW / 4; j += parts * blockDim.x) {
+      float4 v = ld4(p, j);
+      v.x += bias, v.y += bias, v.z += bias, v.w += bias;
+      st4(p, j, v);
+    }
+  } else {
+    for (unsigned i = part * blockDim.x + threadIdx.x; i < HW; i += parts * blockDim.x) st(p, i, ld(p, i) + bias);
+  }
 }
 
 __device__ float g_bias_partials[1 << 16];
@@ -77,17 +104,24 @@ __device__ __forceinline__ float block_sum(float acc) {
 
 // db[c] = sum over n, h, w of dy[n][c][h][w]. Channel c = blockIdx.x; its N x parts units (a part of
 // one image's plane each) are shared among gridDim.y blocks, whose partial sums k_bias_grad_finish
-// adds in a fixed order (deterministic).
-template <typename T>
+// adds in a fixed order (deterministic). VEC: HW % 4 == 0.
+template <typename T, bool VEC>
 __global__ void k_bias_grad(const T* dy, float* db, unsigned N, unsigned C, unsigned HW, unsigned parts) {
   const unsigned c = blockIdx.x, slices = gridDim.y;
-  const unsigned chunk = (HW + parts - 1) / parts;
+  const unsigned len = VEC ? HW / 4 : HW, chunk = (len + parts - 1) / parts;
   float acc = 0;
   for (unsigned u = blockIdx.y; u < N * parts; u += slices) {
     const unsigned n = u / parts, part = u % parts;
     const T* p = dy + (size_t(n) * C + c) * HW;
-    const unsigned end = min(HW, (part + 1) * chunk);
-    for (unsigned i = part * chunk + threadIdx.x; i < end; i += blockDim.x) acc += ld(p, i);
+    const unsigned end = min(len, (part + 1) * chunk);
+    for (unsigned j = part * chunk + threadIdx.x; j < end; j += blockDim.x) {
+      if (VEC) {
+        float4 v = ld4(p, j);
+        acc += (v.x + v.y) + (v.z + v.w);
+      } else {
+        acc += ld(p, j);
+      }
+    }
   }
   float v = block_sum(acc);
   if (threadIdx.x == 0) {
@@ -96,6 +130,20 @@ __global__ void k_bias_grad(const T* dy, float* db, unsigned N, unsigned C, unsi
     else
       g_bias_partials[size_t(c) * slices + blockIdx.y] = v;
   }
+}
+
+// Small planes (linear layers, HW = 1): one thread per channel, neighbouring threads read
+// neighbouring channels.
+template <typename T>
+__global__ void k_bias_grad_columns(const T* dy, float* db, unsigned N, unsigned C, unsigned HW) {
+  const unsigned c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float acc = 0;
+  for (unsigned n = 0; n < N; ++n) {
+    const T* p = dy + (size_t(n) * C + c) * HW;
+    for (unsigned i = 0; i < HW; ++i) acc += ld(p, i);
+  }
+  db[c] = acc;
 }
 
 __global__ void k_bias_grad_finish(float* db, int C, int slices) {
@@ -168,12 +216,20 @@ void bias_add(cudaStream_t s, DType t, void* y, const float* b, int N, int C, lo
   const size_t n = size_t(N) * C * HW;
   if (!n) return;
   if (HW >= 64) {
-    const unsigned parts = static_cast<unsigned>(std::min<long long>(64, (HW + 4 * kT - 1) / (4 * kT)));
+    const bool vec = HW % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+    const long long per_block = (vec ? 4 : 1) * 4LL * kT;  // about four accesses per thread
+    const unsigned parts = static_cast<unsigned>(std::min<long long>(64, (HW + per_block - 1) / per_block));
     const unsigned blocks = static_cast<unsigned>(size_t(N) * C * parts);
-    if (t == DType::F32)
-      k_bias_add_planes<float><<<blocks, kT, 0, s>>>(static_cast<float*>(y), b, C, unsigned(HW), parts);
-    else
-      k_bias_add_planes<__nv_bfloat16><<<blocks, kT, 0, s>>>(static_cast<__nv_bfloat16*>(y), b, C, unsigned(HW), parts);
+    const unsigned hw = static_cast<unsigned>(HW);
+    if (t == DType::F32) {
+      float* p = static_cast<float*>(y);
+      vec ? k_bias_add_planes<float, true><<<blocks, kT, 0, s>>>(p, b, C, hw, parts)
+          : k_bias_add_planes<float, false><<<blocks, kT, 0, s>>>(p, b, C, hw, parts);
+    } else {
+      __nv_bfloat16* p = static_cast<__nv_bfloat16*>(y);
+      vec ? k_bias_add_planes<__nv_bfloat16, true><<<blocks, kT, 0, s>>>(p, b, C, hw, parts)
+          : k_bias_add_planes<__nv_bfloat16, false><<<blocks, kT, 0, s>>>(p, b, C, hw, parts);
+    }
   } else if (t == DType::F32) {
     k_bias_add_flat<float><<<blocks_for(n), kT, 0, s>>>(static_cast<float*>(y), b, C, unsigned(HW), unsigned(n));
   } else {
@@ -182,7 +238,17 @@ void bias_add(cudaStream_t s, DType t, void* y, const float* b, int N, int C, lo
   DH_LAUNCH();
 }
 void bias_grad(cudaStream_t s, DType t, const void* dy, float* db, int N, int C, long long HW) {
-  const int th = size_t(N) * HW >= 512 ? 512 : 128;
+  const unsigned hw = static_cast<unsigned>(HW);
+  if (HW < 64) {
+    if (t == DType::F32)
+      k_bias_grad_columns<float><<<(C + 127) / 128, 128, 0, s>>>(static_cast<const float*>(dy), db, N, C, hw);
+    else
+      k_bias_grad_columns<__nv_bfloat16><<<(C + 127) / 128, 128, 0, s>>>(static_cast<const __nv_bfloat16*>(dy), db, N, C, hw);
+    DH_LAUNCH();
+    return;
+  }
+  const bool vec = HW % 4 == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+  const int th = 256;
   // Units of about 8 K elements (a plane split into `parts`); at most 64 blocks per channel and 64 K
   // partial sums in all.
   const unsigned parts = static_cast<unsigned>(std::max<long long>(1, std::min<long long>(64, HW / 8192)));
@@ -190,10 +256,15 @@ void bias_grad(cudaStream_t s, DType t, const void* dy, float* db, int N, int C,
   const size_t cap = std::max<size_t>(1, (size_t(1) << 16) / std::max(C, 1));
   const unsigned slices = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>({64, units, cap})));
   const dim3 grid(C, slices);
-  if (t == DType::F32)
-    k_bias_grad<float><<<grid, th, 0, s>>>(static_cast<const float*>(dy), db, N, C, unsigned(HW), parts);
-  else
-    k_bias_grad<__nv_bfloat16><<<grid, th, 0, s>>>(static_cast<const __nv_bfloat16*>(dy), db, N, C, unsigned(HW), parts);
+  if (t == DType::F32) {
+    const float* p = static_cast<const float*>(dy);
+    vec ? k_bias_grad<float, true><<<grid, th, 0, s>>>(p, db, N, C, hw, parts)
+        : k_bias_grad<float, false><<<grid, th, 0, s>>>(p, db, N, C, hw, parts);
+  } else {
+    const __nv_bfloat16* p = static_cast<const __nv_bfloat16*>(dy);
+    vec ? k_bias_grad<__nv_bfloat16, true><<<grid, th, 0, s>>>(p, db, N, C, hw, parts)
+        : k_bias_grad<__nv_bfloat16, false><<<grid, th, 0, s>>>(p, db, N, C, hw, parts);
+  }
   DH_LAUNCH();
   if (slices > 1) {
     k_bias_grad_finish<<<(C + 255) / 256, 256, 0, s>>>(db, C, slices);
