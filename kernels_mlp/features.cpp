@@ -79,7 +79,7 @@ const std::vector<std::string>& feature_names(KernelKind kind) {
   static std::map<KernelKind, std::vector<std::string>> all;
   static std::once_flag once;
   std::call_once(once, [] {
-    for (int i = 0; i <= static_cast<int>(KernelKind::SgdUpdate); ++i) {
+    for (int i = 0; i <= static_cast<int>(KernelKind::Eltwise); ++i) {
       auto kind = static_cast<KernelKind>(i);
       auto names = kind_feature_names(kind);
       names.insert(names.end(), kBaselineFeatures.begin(), kBaselineFeatures.end());

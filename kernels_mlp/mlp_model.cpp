@@ -20,37 +20,54 @@ static double distance(const GpuSpec& a, const GpuSpec& b) {
 MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
   auto gpus = pretrained_gpus();
   if (gpus.empty()) throw InputError("--compute-model", "no measured predictors under " + pretrained_root());
-  std::string pick;
-  if (std::find(gpus.begin(), gpus.end(), target_.name) != gpus.end()) {
-    pick = target_.name;
-  } else {
-    double best = 0;
-    for (const auto& g : gpus) {
-      double d = distance(load_gpu(g), target_);
-      if (pick.empty() || d < best) pick = g, best = d;
-    }
-  }
-  measured_ = load_gpu(pick);
-  set_ = cached_predictors(pretrained_root() + "/" + pick);
+  std::vector<std::pair<double, std::string>> by_distance;
+  for (const auto& g : gpus) by_distance.push_back({g == target_.name ? -1.0 : distance(load_gpu(g), target_), g});
+  std::sort(by_distance.begin(), by_distance.end());
+  for (const auto& [d, g] : by_distance) sources_.push_back({load_gpu(g), cached_predictors(pretrained_root() + "/" + g)});
+}
+
+bool MlpComputeModel::covers(const KernelDesc& k) const {
+  const std::string key = predictor_key(k);
+  for (const auto& s : sources_)
+    if (s.set->find(key) != nullptr) return true;
+  return false;
 }
 
 std::string MlpComputeModel::note() const {
-  if (measured_.name == target_.name && distance(measured_, target_) == 0) return "mlp predictors measured on " + measured_.name;
-  return "mlp predictors measured on " + measured_.name + ", scaled to " + target_.name + " by the ratio of their roofline times";
+  const GpuSpec& first = sources_.front().gpu;
+  std::string n = first.name == target_.name && distance(first, target_) == 0
+                      ? "mlp predictors measured on " + first.name
+                      : "mlp predictors measured on " + first.name + ", scaled to " + target_.name + " by the ratio of their roofline times";
+  if (sources_.size() > 1) n += " (kernels without one there: the next closest measured GPU's, scaled alike)";
+  return n;
 }
 
 void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const {
-  std::vector<double> measured;
-  set_->predict(ks, measured);
   out.resize(ks.size());
-  RooflineModel target_roof(target_), measured_roof(measured_);
-  for (size_t i = 0; i < ks.size(); ++i) {
-    KernelTime t = target_roof.time(ks[i]);
-    if (!std::isnan(measured[i])) {
-      const double fixed_diff_s = target_.kernel_overhead_s - measured_.kernel_overhead_s;
-      t.seconds = measured[i] * ((t.seconds - fixed_diff_s) / measured_roof.time(ks[i]).seconds) + fixed_diff_s;
+  RooflineModel target_roof(target_);
+  for (size_t i = 0; i < ks.size(); ++i) out[i] = target_roof.time(ks[i]);
+  // Kernels still without a measured time, by index; each source predicts the ones it covers.
+  std::vector<size_t> open(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) open[i] = i;
+  std::vector<KernelDesc> batch;
+  std::vector<double> measured;
+  for (const auto& src : sources_) {
+    if (open.empty()) break;
+    batch.clear();
+    for (size_t i : open) batch.push_back(ks[i]);
+    src.set->predict(batch, measured);
+    RooflineModel measured_roof(src.gpu);
+    const double fixed_diff_s = target_.kernel_overhead_s - src.gpu.kernel_overhead_s;
+    std::vector<size_t> still;
+    for (size_t j = 0; j < open.size(); ++j) {
+      if (std::isnan(measured[j])) {
+        still.push_back(open[j]);
+        continue;
+      }
+      KernelTime& t = out[open[j]];
+      t.seconds = measured[j] * ((t.seconds - fixed_diff_s) / measured_roof.time(batch[j]).seconds) + fixed_diff_s;
     }
-    out[i] = t;
+    open.swap(still);
   }
 }
 

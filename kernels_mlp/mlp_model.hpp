@@ -1,8 +1,8 @@
 #pragma once
 // The measured compute model: a kernel's time is its predictor's time on the measured GPU, times
-// the ratio of the target's and the measured GPU's roofline times for that kernel — 1 on the
-// measured GPU itself, the what-if scaling on any other. Kernels without a predictor (kinds or
-// math modes the harness does not measure) take the target's roofline time.
+// the ratio of the target's and the measured GPU's roofline times for that kernel (plus the
+// difference of their fixed per-kernel costs) — the identity on the measured GPU itself, the what-if
+// scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time.
 #include <memory>
 
 #include "kernels_mlp/mlp.hpp"
@@ -14,20 +14,26 @@ bool have_predictors();
 
 class MlpComputeModel : public ComputeModel {
  public:
-  // Uses the predictors of `target` if shipped, else those of the closest measured GPU.
+  // Each kernel takes the predictor of `target` if one is shipped for its key, else that of the
+  // closest measured GPU that has one (e.g. h200-sxm's convolutions from h100-sxm's predictors).
   explicit MlpComputeModel(GpuSpec target);
   std::string name() const override { return "mlp"; }
   std::string note() const override;
   KernelTime time(const KernelDesc& k) const override;
   void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override;
 
-  const GpuSpec& measured_gpu() const { return measured_; }
+  // The closest measured GPU (the target itself when it has predictors).
+  const GpuSpec& measured_gpu() const { return sources_.front().gpu; }
   // Whether a measured predictor (rather than the roofline) times this kernel.
-  bool covers(const KernelDesc& k) const { return set_->find(predictor_key(k)) != nullptr; }
+  bool covers(const KernelDesc& k) const;
 
  private:
-  GpuSpec target_, measured_;
-  std::shared_ptr<const PredictorSet> set_;
+  struct Source {
+    GpuSpec gpu;
+    std::shared_ptr<const PredictorSet> set;
+  };
+  GpuSpec target_;
+  std::vector<Source> sources_;  // closest first
 };
 
 }  // namespace dtsim::mlp

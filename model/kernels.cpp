@@ -194,6 +194,27 @@ struct Lowering {
     return k;
   }
 
+  // cuDNN and cuBLAS leave the bias out (PyTorch 2.x: cudnn_convolution then output.add_(bias);
+  // grad_bias = grad_output.sum over all but the channel dimension), so a layer with a bias runs two
+  // more memory-bound kernels: a broadcast add over its output and a reduction of its output gradient.
+  // They cost as much as a ReLU on vgg16's first layers.
+  void bias_kernels(int li, int64_t out_el, int64_t channels, MathMode vm, std::vector<KernelDesc>& bw) {
+    out.forward.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {out_el + channels, out_el}, "bias_add"));
+    bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, channels}, "bias_grad"));
+  }
+
+  // Autocast (bf16/fp16) keeps FP32 weights: each matmul layer reads a 16-bit copy of its weight,
+  // cast in the forward pass, and the 16-bit weight gradient is cast back to FP32 in the backward
+  // pass (ToCopyBackward). Both are memory-bound kernels over the weight; FP32 eltwise with the 16-bit
+  // side counted as half as many elements gives their bytes (4 + 2 per weight). On vgg16's 103 M-weight
+  // classifier.0 the gradient cast takes longer than the layer's two GEMMs.
+  void autocast_kernels(int li, int64_t weights, std::vector<KernelDesc>& bw) {
+    if (prec != Precision::BF16 && prec != Precision::FP16) return;
+    const int64_t half = (weights + 1) / 2;
+    out.forward.push_back(make(KernelKind::Eltwise, Pass::Fwd, MathMode::FP32, li, {weights, half}, "autocast"));
+    bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, li, {half, weights}, "autocast"));
+  }
+
   void layer(int li) {
     const Layer& l = g.layers[li];
     const Shape& x = l.in[0];
@@ -207,18 +228,26 @@ struct Lowering {
       case Op::Conv2d: {
         MathMode m = conv_math(prec);
         std::initializer_list<int64_t> s = {n, x.c, x.h, x.w, l.out_channels, l.kh, l.kw, l.sh, l.sw, l.ph, l.pw, l.dh, l.dw, l.groups};
+        std::vector<KernelDesc> casts;
+        autocast_kernels(li, l.weight_params(), casts);
         fw.push_back(make(KernelKind::Conv2d, Pass::Fwd, m, li, s));
         if (input_needs_grad) bw.push_back(make(KernelKind::Conv2d, Pass::BwdData, m, li, s));
         bw.push_back(make(KernelKind::Conv2d, Pass::BwdFilter, m, li, s));
+        for (auto& k : casts) bw.push_back(k);
+        if (l.bias) bias_kernels(li, out_el, l.out_channels, vm, bw);
         break;
       }
       case Op::Linear: {
         MathMode m = gemm_math(prec);
         int64_t in_f = x.c, out_f = l.out_features;
         // Row-major view of nn.Linear: Y = X W^T, dX = dY W, dW = dY^T X.
+        std::vector<KernelDesc> casts;
+        autocast_kernels(li, l.weight_params(), casts);
         fw.push_back(make(KernelKind::Gemm, Pass::Fwd, m, li, {n, out_f, in_f, 0, 1}));
         if (input_needs_grad) bw.push_back(make(KernelKind::Gemm, Pass::BwdData, m, li, {n, in_f, out_f, 0, 0}));
         bw.push_back(make(KernelKind::Gemm, Pass::BwdWeight, m, li, {out_f, in_f, n, 1, 0}));
+        for (auto& k : casts) bw.push_back(k);
+        if (l.bias) bias_kernels(li, out_el, out_f, vm, bw);
         break;
       }
       case Op::BatchNorm2d:

@@ -131,7 +131,7 @@ TEST_CASE("onnx: squeeze-and-excitation, SiLU, channel shuffle and stochastic de
   IterationKernels k = lower_iteration(shuffle, 32, Precision::FP32);
   int eltwise = 0;
   for (const auto& kd : k.forward)
-    if (kd.kind == KernelKind::Eltwise) {
+    if (kd.kind == KernelKind::Eltwise && std::string(kd.variant) == "Transpose") {
       ++eltwise;
       CHECK(kd.bytes > 0);
     }
@@ -190,7 +190,7 @@ TEST_CASE("onnx: an operator dtsim cannot cost stops the import, naming it, its 
   IterationKernels k = lower_iteration(g, 16, Precision::FP32);
   int found = 0;
   for (const auto& kd : k.forward)
-    if (kd.kind == KernelKind::Eltwise) {
+    if (kd.kind == KernelKind::Eltwise && std::string(kd.variant) == "LRN") {
       ++found;
       CHECK(kd.bytes == Approx(2.0 * 16 * 8 * 32 * 32 * 4));  // reads and writes 8x32x32 per sample, fp32
     }

@@ -1,6 +1,7 @@
 // The shipped predictors, re-checked against the committed measurements they were trained on: the
 // held-out part (the same hash split the trainer used) must meet the targets, and the error
-// must equal what the manifest reports.
+// must equal what the manifest reports. A predictor the manifest marks as shipped below its target
+// must at least beat the roofline on those shapes (and is reported as a warning).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "kernels_mlp/mlp.hpp"
 #include "kernels_mlp/mlp_model.hpp"
 #include "roofline/gpu_spec.hpp"
+#include "roofline/impl/roofline_model.hpp"
 
 using namespace dtsim;
 using namespace dtsim::mlp;
@@ -48,7 +50,20 @@ TEST_CASE("shipped predictors meet their held-out targets on the committed data"
       double mape = 0;
       for (size_t i = 0; i < held.size(); ++i) mape += std::fabs(predicted[i] - measured[i]) / measured[i] / held.size();
       CHECK(mape == Approx(mlp.heldout.at("mape").get<double>()).epsilon(1e-3));
-      CHECK(mape <= target_mape(key));
+      if (mlp.heldout.value("meets_target", true)) {
+        CHECK(mape <= target_mape(key));
+      } else {
+        // Shipped below its target (trainer --keep-below-target, listed in kernels_mlp/README.md):
+        // only because it beats the roofline, which would time these kernels otherwise.
+        RooflineModel roof(load_gpu(gpu));
+        double roof_mape = 0;
+        for (size_t i = 0; i < held.size(); ++i) roof_mape += std::fabs(roof.time(held[i]).seconds - measured[i]) / measured[i] / held.size();
+        WARN(gpu << " " << key << ": held-out MAPE " << 100 * mape << "% misses its " << 100 * target_mape(key)
+                 << "% target (roofline " << 100 * roof_mape << "%)");
+        CHECK(mape > target_mape(key));  // the flag must not hide a predictor that meets its target
+        CHECK(roof_mape == Approx(mlp.heldout.at("roofline_mape").get<double>()).epsilon(1e-3));
+        CHECK(mape < roof_mape);
+      }
     }
   }
 }

@@ -97,10 +97,12 @@ TEST_CASE("small batches of many-layer models are host-bound; large batches are 
 }
 
 TEST_CASE("communication-bound when gradients are large and compute is small") {
-  // VGG-16 carries 553 MB of FP32 gradients; at batch 1 on 64 GPUs the network dominates.
+  // VGG-16 carries 553 MB of FP32 gradients; at batch 1 on 64 GPUs the network dominates. (0.58 with
+  // the measured convolution predictors; the roofline's 2-3x too fast convolutions gave below 0.5.)
   Prediction p = run("vgg16", 64, 1);
   CHECK(p.bottleneck == "communication");
-  CHECK(p.scaling_efficiency < 0.5);
+  CHECK(p.scaling_efficiency < 0.65);
+  CHECK(p.exposed_comm_s > 0.3 * p.iteration_s);
   CHECK(p.grad_bytes == 138357544LL * 4);
 }
 

@@ -1,6 +1,8 @@
 // Verdicts: they agree with the breakdown, and the sweep verdict finds the thresholds.
 #include <catch2/catch.hpp>
 
+#include "model/framework.hpp"
+
 #include "helpers.hpp"
 #include "model/verdict.hpp"
 
@@ -39,8 +41,13 @@ TEST_CASE("verdict: the bound is the largest part of the breakdown, and says its
 }
 
 TEST_CASE("verdict: a host-bound and a communication-bound case say so") {
-  // One sample per GPU on MobileNetV2: the GPU finishes each kernel before the host issues the next.
-  StudyRow host = predicted("mobilenet_v2", 1, 1);
+  // One sample per GPU on MobileNetV2 under eager PyTorch's measured host costs: the GPU finishes
+  // each kernel before the host issues the next.
+  TrainingConfig one;
+  one.gpus = 1;
+  one.batch_per_gpu = 1;
+  StudyRow host = study_row(load_model("mobilenet_v2"), apply_framework(load_cluster("h100-sxm"), load_framework("pytorch")), one,
+                            WhatIf{}, TrainGoal{}, false);
   CHECK(iteration_shares(host.p).bound == "host");
   CHECK(config_verdict(host).rfind("Host-bound", 0) == 0);
   // VGG-16's 553 MB of gradients across 64 GPUs when each node has one 1 Gb/s NIC.
