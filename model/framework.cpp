@@ -18,6 +18,16 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.launch_overhead_s = o.number("launch_overhead_s", 0.0, 1.0);
   f.iteration_overhead_s = o.number("iteration_overhead_s", 0.0, 10.0);
   o.str_or("description", "");
+  if (o.has("kernel_time_factors")) {
+    const Json& k = o.raw("kernel_time_factors");
+    if (!k.is_object()) o.fail("kernel_time_factors", "must be an object of predictor key -> time ratio");
+    for (const auto& [key, v] : k.items()) {
+      const std::string path = "kernel_time_factors." + key;
+      if (std::count(key.begin(), key.end(), '/') < 2) o.fail(path, "must be a predictor key kind/pass/math[/variant]");
+      if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 100) o.fail(path, "must be a number in (0, 100]");
+      f.kernel_time_factors[key] = v.get<double>();
+    }
+  }
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");
@@ -57,6 +67,7 @@ ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f) {
   c.framework.name = f.name;
   c.framework.launch_overhead_s = f.launch_overhead_s;
   c.framework.iteration_overhead_s = f.iteration_overhead_s;
+  c.framework.kernel_time_factors = f.kernel_time_factors;
   return c;
 }
 

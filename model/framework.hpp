@@ -3,6 +3,7 @@
 // training, measured from runs (DESIGN §3): the time to issue one kernel and the fixed time of one
 // iteration. A profile overrides the cluster's framework section; buckets and overlap stay the
 // cluster's (or the run's, in validation).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct FrameworkProfile {
   std::string file;
   double launch_overhead_s = 0;
   double iteration_overhead_s = 0;
+  std::map<std::string, double> kernel_time_factors;  // FrameworkSpec::kernel_time_factors
 };
 
 // A profile name (configs/frameworks/NAME.json) or a path to a .json file; strict reading,

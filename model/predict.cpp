@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "kernels_mlp/features.hpp"
 #include "model/strategies/data_parallel.hpp"
 
 namespace dtsim {
@@ -32,8 +33,46 @@ static void check_strategy_params(const std::string& strategy, const StrategyPar
     if (given && !flag.second) throw InputError(flag.first, "does not apply to --strategy " + strategy);
 }
 
+namespace {
+
+// The compute model as the cluster's framework sees it: kernels the framework implements itself run
+// their measured time ratio longer (FrameworkSpec::kernel_time_factors).
+class FrameworkKernels : public ComputeModel {
+ public:
+  FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw) : inner_(std::move(inner)), fw_(fw) {}
+  std::string name() const override { return inner_->name(); }
+  std::string note() const override {
+    return inner_->note() + "; " + fw_.name + "'s own kernels: " + std::to_string(fw_.kernel_time_factors.size()) + " kinds scaled by measured ratios";
+  }
+  KernelTime time(const KernelDesc& k) const override {
+    KernelTime t = inner_->time(k);
+    t.seconds *= factor(k);
+    return t;
+  }
+  void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override {
+    inner_->times(ks, out);
+    for (size_t i = 0; i < ks.size(); ++i) out[i].seconds *= factor(ks[i]);
+  }
+
+ private:
+  double factor(const KernelDesc& k) const {
+    auto it = fw_.kernel_time_factors.find(mlp::predictor_key(k));
+    return it == fw_.kernel_time_factors.end() ? 1.0 : it->second;
+  }
+  std::unique_ptr<ComputeModel> inner_;
+  FrameworkSpec fw_;
+};
+
+std::unique_ptr<ComputeModel> framework_compute_model(const std::string& name, const ClusterSpec& c) {
+  auto m = make_compute_model(name, c.gpu);
+  if (c.framework.kernel_time_factors.empty()) return m;
+  return std::make_unique<FrameworkKernels>(std::move(m), c.framework);
+}
+
+}  // namespace
+
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch) {
-  auto compute = make_compute_model(cfg.compute_model, c.gpu);
+  auto compute = framework_compute_model(cfg.compute_model, c);
   auto algo = make_collective_algorithm(cfg.algo);
   TrainingConfig one = cfg;
   one.record_kernels = false;
@@ -44,7 +83,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   if (cfg.batch_per_gpu < 1 || cfg.batch_per_gpu > kMaxBatchPerGpu)
     throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(cfg.batch_per_gpu));
   const Placement where = place(c, cfg.gpus);
-  auto compute = make_compute_model(cfg.compute_model, c.gpu);
+  auto compute = framework_compute_model(cfg.compute_model, c);
   auto algo = make_collective_algorithm(cfg.algo);
   auto strategy = make_strategy(cfg.strategy);
   check_strategy_params(strategy->name(), cfg.strategy_params);

@@ -3,6 +3,7 @@
 // that drives training (host launch costs and gradient bucketing). Schema: docs/cluster-format.md.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,9 @@ struct FrameworkSpec {
   int64_t first_bucket_bytes = 0;   // DDP: the first gradient bucket is smaller so it starts early
   int64_t bucket_bytes = 0;
   bool overlap = true;              // all-reduce buckets during the backward pass
+  // Where the framework runs its own kernel instead of the measured library one (PyTorch's native
+  // bf16 batchnorm and pooling): predictor key ("batchnorm/fwd/bf16", "pool/bwd/fp32/max") -> time ratio.
+  std::map<std::string, double> kernel_time_factors;
 };
 
 struct ClusterSpec {

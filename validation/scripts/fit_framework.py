@@ -13,8 +13,13 @@ printed, and the profile is written with the fit and the runs used under "source
 import argparse, glob, json, os, statistics, subprocess, sys, tempfile
 
 
+KERNEL_FACTORS = {}  # kept from the existing profile (framework_kernel_factors.py writes them)
+
+
 def validate(dtsim, files, launch, iteration, name):
     prof = {"name": name, "launch_overhead_s": launch, "iteration_overhead_s": iteration}
+    if KERNEL_FACTORS:
+        prof["kernel_time_factors"] = KERNEL_FACTORS
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(prof, f)
         path = f.name
@@ -41,6 +46,12 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
+    old_sources = {}
+    if os.path.exists(a.out):
+        with open(a.out) as f:
+            old = json.load(f)
+        KERNEL_FACTORS.update(old.get("kernel_time_factors", {}))
+        old_sources = old.get("sources", {})
     all_files = sorted(glob.glob(os.path.join(a.runs, "*.json")))
     train = sorted({f for pat in a.train.split(",") for f in glob.glob(os.path.join(a.runs, pat))})
     held = [f for f in all_files if f not in train]
@@ -91,6 +102,9 @@ def main():
         },
         "fit": {"training": summ(tr), "held_out": summ(ho)},
     }
+    if KERNEL_FACTORS:
+        prof["kernel_time_factors"] = KERNEL_FACTORS
+        prof["sources"]["kernel_time_factors"] = old_sources.get("kernel_time_factors", "")
     with open(a.out, "w") as f:
         json.dump(prof, f, indent=2)
         f.write("\n")

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""PyTorch's own kernels against the harness's measured ones, as time ratios per predictor key.
+
+PyTorch 2.x runs bf16 batchnorm and all pooling with its native kernels rather than cuDNN's
+(validation/README.md, "PyTorch differences measured"). data/<gpu>/torch_compare/{batchnorm,pool}.csv
+time the same shapes both ways; the ratio of the summed times per (kind, pass, math[, variant]) is
+what a network's total for that kernel kind changes by, so it weighs large kernels as the iteration
+does. Writes the ratios into a framework profile's `kernel_time_factors` (other fields kept):
+
+  validation/scripts/framework_kernel_factors.py --data validation/data/h100-sxm/torch_compare \
+      --profile configs/frameworks/pytorch.json
+"""
+import argparse, collections, csv, json, os
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True, help="torch_compare folder (batchnorm.csv, pool.csv)")
+    ap.add_argument("--profile", required=True, help="framework profile JSON to update")
+    ap.add_argument("--min-shapes", type=int, default=4)
+    ap.add_argument("--min-time-s", type=float, default=20e-6,
+                    help="only shapes whose harness kernel takes this long: PyTorch's single-op timings of "
+                         "smaller ones include its host costs (some tiny pooling backwards read 100 us)")
+    a = ap.parse_args()
+    sums = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    for kind in ("batchnorm", "pool"):
+        with open(os.path.join(a.data, kind + ".csv")) as f:
+            for r in csv.DictReader(f):
+                if float(r["harness_time_s"]) < a.min_time_s:
+                    continue
+                key = f"{kind}/{r['pass']}/{r['math_mode']}"
+                if kind == "pool":
+                    key += "/" + r["shape"].split(";")[0]
+                s = sums[key]
+                s[0] += float(r["torch_time_s"])
+                s[1] += float(r["harness_time_s"])
+                s[2] += 1
+    factors, shapes = {}, {}
+    for key in sorted(sums):
+        torch_s, harness_s, n = sums[key]
+        if n >= a.min_shapes:
+            factors[key] = round(torch_s / harness_s, 3)
+            shapes[key] = n
+    with open(a.profile) as f:
+        prof = json.load(f)
+    prof["kernel_time_factors"] = factors
+    prof.setdefault("sources", {})["kernel_time_factors"] = (
+        f"{a.data}: PyTorch's time over the harness's for the same shapes, summed per key "
+        f"(validation/scripts/framework_kernel_factors.py; shapes whose harness time is at least "
+        f"{a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes}); shapes per key: {shapes}")
+    with open(a.profile, "w") as f:
+        json.dump(prof, f, indent=2)
+        f.write("\n")
+    for key, v in factors.items():
+        print(f"{key:28s} {v:6.3f}  ({shapes[key]} shapes)")
+
+
+if __name__ == "__main__":
+    main()
