@@ -1,0 +1,70 @@
+// Issue 6: dtsim's predictions of the committed measured runs, re-run on every test, so that no
+// change quietly loses accuracy. Targets the project meets are checked as the issue states them; for
+// the ones not met yet (docs/accuracy.md says which and why) the check is the accuracy reached so
+// far, so that they can only improve.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/json_util.hpp"
+#include "model/validate.hpp"
+
+using namespace dtsim;
+
+namespace {
+
+std::vector<ValidationRow> validate_folder(const std::string& rel) {
+  std::vector<MeasuredRun> runs;
+  for (const auto& f : measured_run_files({std::string(DTSIM_SOURCE_DIR) + "/" + rel})) runs.push_back(parse_measured_run(load_json_file(f), f));
+  return validate_runs(runs, {});
+}
+
+struct Stats {
+  size_t n = 0;
+  double mean = 0, median = 0, max = 0;
+};
+
+Stats abs_errors(const std::vector<ValidationRow>& rows) {
+  std::vector<double> e;
+  for (const auto& r : rows) e.push_back(std::fabs(r.error));
+  Stats s;
+  s.n = e.size();
+  if (e.empty()) return s;
+  std::sort(e.begin(), e.end());
+  for (double x : e) s.mean += x / e.size();
+  s.median = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+  s.max = e.back();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("accuracy: H100 harness runs within the issue's 5% mean error") {
+  // 54 runs (resnet50, alexnet, vgg16 x batch 16/32/64 x fp32/bf16 x 1/2/4 GPUs); the harness
+  // profile's two host costs were fitted on 4 of them (configs/frameworks/harness.json).
+  Stats s = abs_errors(validate_folder("validation/data/h100-sxm/runs"));
+  INFO("runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
+  CHECK(s.n == 54);
+  CHECK(s.mean <= 0.05);
+  CHECK(s.max <= 0.16);  // reached: 14.4% (resnet50 b16 bf16 on 2 GPUs, measured faster than on 1)
+}
+
+TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets not met yet)") {
+  // Not the issue's targets (PyTorch: median 5%, none beyond 15%; H200: median 10%), which are
+  // missed: see docs/accuracy.md. These bounds are what the model reaches now, a little above it.
+  struct Set {
+    const char* folder;
+    double mean, median;
+  };
+  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.14, 0.10}, Set{"validation/data/h200-sxm/runs", 0.10, 0.06},
+                         Set{"validation/data/h200-sxm/pytorch", 0.18, 0.17}}) {
+    Stats s = abs_errors(validate_folder(set.folder));
+    INFO(set.folder << ": runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
+    CHECK(s.n > 30);
+    CHECK(s.mean <= set.mean);
+    CHECK(s.median <= set.median);
+  }
+}
