@@ -64,7 +64,7 @@ class PredictCommand : public Command {
       if (!w.is_baseline()) text = "what-if: " + w.label() + "\n" + text;
       text += "\n" + memory_text(r.memory) + "\nVerdict: " + config_verdict(r) + "\n";
     }
-    if (!trace_.empty()) write_file_atomic(trace_, chrome_trace(p, c.framework.launch_overhead_s, c.framework.iteration_overhead_s).dump() + "\n");
+    if (!trace_.empty()) write_file_atomic(trace_, chrome_trace(p, c.framework.iteration_overhead_s).dump() + "\n");
     emit(flags_.out, text);
     return 0;
   }

@@ -28,6 +28,16 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
       f.kernel_time_factors[key] = v.get<double>();
     }
   }
+  if (o.has("host_cost_s")) {
+    const Json& k = o.raw("host_cost_s");
+    if (!k.is_object()) o.fail("host_cost_s", "must be an object of kernel key -> seconds");
+    for (const auto& [key, v] : k.items()) {
+      const std::string path = "host_cost_s." + key;
+      if (std::count(key.begin(), key.end(), '/') < 1) o.fail(path, "must be a kernel key kind/pass[/math[/variant]]");
+      if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 1) o.fail(path, "must be a number of seconds in [0, 1]");
+      f.host_cost_s[key] = v.get<double>();
+    }
+  }
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");
@@ -68,6 +78,7 @@ ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f) {
   c.framework.launch_overhead_s = f.launch_overhead_s;
   c.framework.iteration_overhead_s = f.iteration_overhead_s;
   c.framework.kernel_time_factors = f.kernel_time_factors;
+  c.framework.host_cost_s = f.host_cost_s;
   return c;
 }
 

@@ -15,6 +15,7 @@ static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k,
   opt.first_bucket_bytes = c.framework.first_bucket_bytes;
   opt.bucket_bytes = c.framework.bucket_bytes;
   opt.launch_overhead_s = c.framework.launch_overhead_s;
+  opt.host_cost_s = &c.framework.host_cost_s;
   opt.iteration_overhead_s = c.framework.iteration_overhead_s;
   opt.record_kernels = cfg.record_kernels;
   auto allreduce = [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, place, c); };
@@ -134,6 +135,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
       opt.first_bucket_bytes = c.framework.first_bucket_bytes;
       opt.bucket_bytes = c.framework.bucket_bytes;
       opt.launch_overhead_s = c.framework.launch_overhead_s;
+      opt.host_cost_s = &c.framework.host_cost_s;
       opt.iteration_overhead_s = c.framework.iteration_overhead_s;
       opt.record_kernels = cfg.record_kernels;
       return simulate_iteration(g, kernels, *compute, bucket_s, opt);

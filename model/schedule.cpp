@@ -2,7 +2,27 @@
 
 #include <algorithm>
 
+#include "kernels_mlp/features.hpp"
+
 namespace dtsim {
+
+std::string framework_host_cost_key(const KernelDesc& k) {
+  std::string key = mlp::predictor_key(k);
+  if (k.kind == KernelKind::Eltwise && *k.variant) key += std::string("/") + k.variant;
+  return key;
+}
+
+double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s) {
+  if (!table || table->empty()) return fallback_s;
+  // The most specific key first: kind/pass/math/variant, then without the variant, then kind/pass.
+  std::string key = framework_host_cost_key(k);
+  for (;;) {
+    if (auto it = table->find(key); it != table->end()) return it->second;
+    const size_t slash = key.rfind('/');
+    if (slash == std::string::npos || std::count(key.begin(), key.end(), '/') < 2) return fallback_s;
+    key.resize(slash);
+  }
+}
 
 std::vector<std::vector<std::pair<int, int64_t>>> assign_buckets(const Graph& g, int64_t first_cap, int64_t cap, int64_t bytes_per_param) {
   std::vector<std::vector<std::pair<int, int64_t>>> buckets(1);
@@ -45,7 +65,8 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
   // (`not_before`, the last all-reduce for the optimizer) is done. The stream's idle gap is split
   // into communication the GPU waits for and time the host is behind.
   auto issue = [&](const KernelDesc& kd, const KernelTime& kt, double not_before) {
-    host += opt.launch_overhead_s;
+    const double host_s = framework_host_cost_s(kd, opt.host_cost_s, opt.launch_overhead_s);
+    host += host_s;
     double start = std::max({gpu_free, host, not_before});
     double comm_wait = std::max(0.0, not_before - std::max(gpu_free, host));
     t.exposed_comm_s += comm_wait;
@@ -54,7 +75,7 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
     gpu_free = end;
     t.compute_s += kt.seconds;
     (kt.memory_bound ? t.memory_bound_s : t.compute_bound_s) += kt.seconds;
-    if (opt.record_kernels) t.kernels.push_back({kd.layer, kd.kind, kd.pass, host, start, end});
+    if (opt.record_kernels) t.kernels.push_back({kd.layer, kd.kind, kd.pass, host, start, end, host_s});
     return std::make_pair(kt.seconds, end);
   };
 

@@ -3,6 +3,8 @@
 // buckets all-reduced on a communication stream as they fill, then the optimizer.
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@ struct KernelSpan {
   KernelKind kind;
   Pass pass;
   double issue_s, start_s, end_s;
+  double host_s = 0;  // host time spent issuing it (ends at issue_s)
 };
 
 struct IterationTimeline {
@@ -53,11 +56,19 @@ struct ScheduleOptions {
   bool overlap = true;
   int64_t first_bucket_bytes = 1 << 20;
   int64_t bucket_bytes = 25 << 20;
-  double launch_overhead_s = 0;
+  double launch_overhead_s = 0;  // host time per kernel, where host_cost_s has no entry
+  // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_host_cost_key); may be null.
+  const std::map<std::string, double>* host_cost_s = nullptr;
   double iteration_overhead_s = 0;
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
 };
+
+// A framework's host time to issue kernel k: the most specific entry of `table` for
+// framework_host_cost_key(k) ("conv2d/fwd/bf16", "activation/bwd/fp32/relu", "eltwise/fwd/fp32/bias_add";
+// trailing parts dropped until one matches, down to kind/pass), else fallback_s.
+std::string framework_host_cost_key(const KernelDesc& k);
+double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s);
 
 // `allreduce_s(bytes)` prices one bucket's all-reduce.
 IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,

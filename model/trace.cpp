@@ -24,7 +24,7 @@ Json meta(const char* what, int tid, Json args) {
 }
 }  // namespace
 
-Json chrome_trace(const Prediction& p, double launch_overhead_s, double iteration_overhead_s) {
+Json chrome_trace(const Prediction& p, double iteration_overhead_s) {
   const IterationTimeline& t = p.timeline;
   Json ev = Json::array();
   ev.push_back(meta("process_name", 0,
@@ -44,7 +44,7 @@ Json chrome_trace(const Prediction& p, double launch_overhead_s, double iteratio
     return layer + " " + kind_name(k.kind) + " " + pass_name(k.pass);
   };
   for (const KernelSpan& k : t.kernels)
-    ev.push_back(span("launch " + kernel_name(k), "host", kTraceHost, k.issue_s - launch_overhead_s, k.issue_s));
+    ev.push_back(span("launch " + kernel_name(k), "host", kTraceHost, k.issue_s - k.host_s, k.issue_s));
 
   // Compute stream: the iteration contains the phases, each phase its kernels.
   ev.push_back(span("iteration", "phase", kTraceCompute, 0, p.iteration_s,

@@ -13,8 +13,8 @@ namespace dtsim {
 // Thread ids of the tracks.
 enum TraceTrack { kTraceHost = 1, kTraceCompute = 2, kTraceComm = 3, kTraceBuckets = 4 };
 
-// `p` must have been predicted with TrainingConfig::record_kernels set; the framework's costs say
-// how long each launch holds the host.
-Json chrome_trace(const Prediction& p, double launch_overhead_s, double iteration_overhead_s);
+// `p` must have been predicted with TrainingConfig::record_kernels set; each kernel's span records
+// how long its launch held the host.
+Json chrome_trace(const Prediction& p, double iteration_overhead_s);
 
 }  // namespace dtsim

@@ -126,3 +126,36 @@ TEST_CASE("batch size limits are enforced") {
   CHECK_THROWS_WITH(run("resnet50", 1, 0), Catch::Matchers::Contains("--batch-per-gpu"));
   CHECK_THROWS_WITH(run("resnet50", 1, kMaxBatchPerGpu + 1), Catch::Matchers::Contains("--batch-per-gpu"));
 }
+
+TEST_CASE("framework host costs: the most specific key wins, else the launch cost") {
+  const std::map<std::string, double> table = {{"conv2d/fwd/bf16", 40e-6}, {"conv2d/fwd", 30e-6}, {"activation/fwd/fp32", 20e-6},
+                                               {"eltwise/fwd/fp32/bias_add", 22e-6}, {"eltwise/fwd/fp32/autocast", 0}};
+  const IterationKernels k = lower_iteration(load_model("vgg16"), 2, Precision::BF16);
+  int convs = 0, casts = 0, relus = 0, bias = 0;
+  for (const auto& kd : k.forward) {
+    const double s = framework_host_cost_s(kd, &table, 7e-6);
+    if (kd.kind == KernelKind::Conv2d) {
+      ++convs;
+      CHECK(s == 40e-6);
+    }
+    if (kd.kind == KernelKind::Activation) {  // bf16 ReLUs: no bf16 entry, no kind/pass entry
+      ++relus;
+      CHECK(s == 7e-6);
+    }
+    if (kd.kind == KernelKind::Eltwise && std::string(kd.variant) == "autocast") {
+      ++casts;
+      CHECK(s == 0);
+    }
+    if (kd.kind == KernelKind::Eltwise && std::string(kd.variant) == "bias_add") {  // bf16 bias add: no entry
+      ++bias;
+      CHECK(s == 7e-6);
+    }
+  }
+  CHECK(convs == 13);
+  CHECK(casts == 16);  // 13 convolutions and 3 linear layers
+  CHECK(bias == 16);
+  CHECK(relus == 15);
+  const IterationKernels f = lower_iteration(load_model("vgg16"), 2, Precision::FP32);
+  CHECK(framework_host_cost_s(f.forward[0], &table, 7e-6) == 30e-6);  // fp32 run: tf32 conv keyed fp32, falls to conv2d/fwd
+  CHECK(framework_host_cost_s(f.forward[0], nullptr, 7e-6) == 7e-6);
+}

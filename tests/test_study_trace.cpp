@@ -46,7 +46,7 @@ TEST_CASE("trace: tracks, nesting, and the buckets of the prediction") {
   cfg.record_kernels = true;
   ClusterSpec c = load_cluster("h100-sxm");
   Prediction p = predict(load_model("resnet50"), c, cfg);
-  Json t = chrome_trace(p, c.framework.launch_overhead_s, c.framework.iteration_overhead_s);
+  Json t = chrome_trace(p, c.framework.iteration_overhead_s);
   REQUIRE(t["traceEvents"].is_array());
   const Json& ev = t["traceEvents"];
   check_nesting(ev);

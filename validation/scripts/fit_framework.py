@@ -14,12 +14,15 @@ import argparse, glob, json, os, statistics, subprocess, sys, tempfile
 
 
 KERNEL_FACTORS = {}  # kept from the existing profile (framework_kernel_factors.py writes them)
+HOST_COSTS = {}      # likewise (host_cost_profile.py); launch_overhead_s then prices only the other kernels
 
 
 def validate(dtsim, files, launch, iteration, name):
     prof = {"name": name, "launch_overhead_s": launch, "iteration_overhead_s": iteration}
     if KERNEL_FACTORS:
         prof["kernel_time_factors"] = KERNEL_FACTORS
+    if HOST_COSTS:
+        prof["host_cost_s"] = HOST_COSTS
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(prof, f)
         path = f.name
@@ -51,6 +54,7 @@ def main():
         with open(a.out) as f:
             old = json.load(f)
         KERNEL_FACTORS.update(old.get("kernel_time_factors", {}))
+        HOST_COSTS.update(old.get("host_cost_s", {}))
         old_sources = old.get("sources", {})
     all_files = sorted(glob.glob(os.path.join(a.runs, "*.json")))
     train = sorted({f for pat in a.train.split(",") for f in glob.glob(os.path.join(a.runs, pat))})
@@ -105,6 +109,9 @@ def main():
     if KERNEL_FACTORS:
         prof["kernel_time_factors"] = KERNEL_FACTORS
         prof["sources"]["kernel_time_factors"] = old_sources.get("kernel_time_factors", "")
+    if HOST_COSTS:
+        prof["host_cost_s"] = HOST_COSTS
+        prof["sources"]["host_cost_s"] = old_sources.get("host_cost_s", "")
     with open(a.out, "w") as f:
         json.dump(prof, f, indent=2)
         f.write("\n")

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Eager PyTorch's host time per layer, per pass, measured where the GPU is never the limit.
+
+For each layer type, a DDP-wrapped chain of SHALLOW and DEEP identical layers on a tiny input (every
+kernel a few microseconds of GPU work, so the host is the bottleneck) trains for ITERS iterations;
+the host time of the forward, backward and optimizer step is read with perf_counter around each
+phase, and the difference between the two depths divided by the number of extra layers is the host
+time one more such layer costs, whatever the iteration's fixed costs. fp32 and bf16 autocast.
+
+Writes JSON: {"layers": {"conv": {"fp32": {"fwd_s": .., "bwd_s": .., "step_s": ..}, "bf16": {..}}, ..},
+"provenance": {..}}. dtsim's framework profile turns it into per-kernel host costs
+(validation/scripts/host_cost_profile.py).
+
+  python3 validation/pytorch/host_costs.py --out host_costs.json
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+
+class AddConst(nn.Module):
+    """A residual add's forward kernel (out + identity); its backward passes the gradient on."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.register_buffer("c", torch.zeros(shape))
+
+    def forward(self, x):
+        return x + self.c
+
+
+def layer(kind):
+    c = 8
+    return {
+        "conv": lambda: nn.Conv2d(c, c, 3, padding=1, bias=False),
+        "conv_bias": lambda: nn.Conv2d(c, c, 3, padding=1, bias=True),
+        "batchnorm": lambda: nn.BatchNorm2d(c),
+        "relu": lambda: nn.ReLU(),  # a chain of in-place ReLUs would overwrite what the backward needs
+        "maxpool": lambda: nn.MaxPool2d(3, stride=1, padding=1),
+        "avgpool": lambda: nn.AvgPool2d(3, stride=1, padding=1),
+        "add": lambda: AddConst((1, c, 8, 8)),
+        "linear": lambda: nn.Linear(64, 64),
+        "dropout": lambda: nn.Dropout(0.5),
+    }[kind]()
+
+
+def measure(kind, depth, prec, iters, warmup, device):
+    # A first layer with parameters keeps autograd running through parameter-free chains (relu, pool).
+    first = nn.Linear(64, 64) if kind == "linear" else nn.Conv2d(8, 8, 1)
+    model = nn.Sequential(first, *[layer(kind) for _ in range(depth)]).to(device)
+    ddp = DDP(model, device_ids=[device.index])
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3, momentum=0.9, weight_decay=1e-4)
+    x = torch.randn((1, 64) if kind == "linear" else (1, 8, 8, 8), device=device)
+    fwd, bwd, step = [], [], []
+    for it in range(warmup + iters):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16"):
+            loss = ddp(x).float().sum()
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        if it >= warmup:
+            fwd.append(t1 - t0), bwd.append(t2 - t1), step.append(t3 - t2)
+        if it % 50 == 49:
+            torch.cuda.synchronize()  # keep the launch queue short
+    torch.cuda.synchronize()
+    return statistics.median(fwd), statistics.median(bwd), statistics.median(step)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--shallow", type=int, default=8)
+    ap.add_argument("--deep", type=int, default=40)
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--kinds", default="conv,conv_bias,batchnorm,relu,maxpool,avgpool,add,linear,dropout")
+    a = ap.parse_args()
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29561")
+    device = torch.device("cuda", 0)
+    torch.cuda.set_device(device)
+    torch.backends.cudnn.benchmark = True
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=device)
+    out = {"layers": {}}
+    for kind in a.kinds.split(","):
+        out["layers"][kind] = {}
+        for prec in ("fp32", "bf16"):
+            s = measure(kind, a.shallow, prec, a.iters, a.warmup, device)
+            d = measure(kind, a.deep, prec, a.iters, a.warmup, device)
+            n = a.deep - a.shallow
+            per = {k: (dv - sv) / n for k, sv, dv in zip(("fwd_s", "bwd_s", "step_s"), s, d)}
+            out["layers"][kind][prec] = {k: float(f"{v:.4g}") for k, v in per.items()}
+            print(f"{kind:10s} {prec}  fwd {per['fwd_s'] * 1e6:7.1f} us  bwd {per['bwd_s'] * 1e6:7.1f} us  "
+                  f"step {per['step_s'] * 1e6:6.1f} us per layer", flush=True)
+    dist.destroy_process_group()
+    out["method"] = (f"DDP (world 1) chains of {a.shallow} and {a.deep} identical layers on a tiny input, "
+                     f"{a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
+                     f"(zero_grad + forward + loss), backward and optimizer step; per layer = (deep - shallow) "
+                     f"/ {a.deep - a.shallow}")
+    out["provenance"] = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": os.environ.get("DTSIM_GIT_COMMIT", "unknown"),
+        "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+        "gpu": torch.cuda.get_device_name(0), "host": platform.node(), "cpu": platform.processor(),
+        "cpus": os.cpu_count(), "python": platform.python_version(),
+    }
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
