@@ -38,6 +38,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
       f.host_cost_s[key] = v.get<double>();
     }
   }
+  f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");
@@ -79,6 +80,7 @@ ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f) {
   c.framework.iteration_overhead_s = f.iteration_overhead_s;
   c.framework.kernel_time_factors = f.kernel_time_factors;
   c.framework.host_cost_s = f.host_cost_s;
+  c.framework.ddp_gradient_copy = f.ddp_gradient_copy;
   return c;
 }
 

@@ -16,6 +16,7 @@ static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k,
   opt.bucket_bytes = c.framework.bucket_bytes;
   opt.launch_overhead_s = c.framework.launch_overhead_s;
   opt.host_cost_s = &c.framework.host_cost_s;
+  opt.ddp_gradient_copy = c.framework.ddp_gradient_copy;
   opt.iteration_overhead_s = c.framework.iteration_overhead_s;
   opt.record_kernels = cfg.record_kernels;
   auto allreduce = [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, place, c); };
@@ -136,6 +137,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
       opt.bucket_bytes = c.framework.bucket_bytes;
       opt.launch_overhead_s = c.framework.launch_overhead_s;
       opt.host_cost_s = &c.framework.host_cost_s;
+      opt.ddp_gradient_copy = c.framework.ddp_gradient_copy;
       opt.iteration_overhead_s = c.framework.iteration_overhead_s;
       opt.record_kernels = cfg.record_kernels;
       return simulate_iteration(g, kernels, *compute, bucket_s, opt);

@@ -86,6 +86,19 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
     auto [dur, end] = issue(kd, bwd_t[i], 0);
     t.layers[kd.layer].bwd_s += dur;
     grad_ready[kd.layer] = end;  // a layer's last backward kernel produces its parameter gradients
+    const bool layer_done = i + 1 == k.backward.size() || k.backward[i + 1].layer != kd.layer;
+    if (opt.ddp_gradient_copy && layer_done) {
+      // The copy into the bucket and the 1/world scale: two read-write passes over the FP32 gradient.
+      const int64_t p = g.layers[kd.layer].params();
+      if (p > 0) {
+        KernelDesc copy{KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, kd.layer, {}, "ddp_gradient_copy", 0, 0};
+        copy.shape[0] = copy.shape[1] = 2 * p;
+        set_cost(copy);
+        auto [cdur, cend] = issue(copy, compute.time(copy), 0);
+        t.layers[kd.layer].bwd_s += cdur;
+        grad_ready[kd.layer] = cend;
+      }
+    }
   }
   t.backward_end_s = gpu_free;
 

@@ -60,6 +60,7 @@ struct ScheduleOptions {
   // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_host_cost_key); may be null.
   const std::map<std::string, double>* host_cost_s = nullptr;
   double iteration_overhead_s = 0;
+  bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
 };

@@ -111,6 +111,9 @@ struct FrameworkSpec {
   // Measured host time per kernel by key (model/schedule.hpp framework_host_cost_key); kernels
   // without an entry cost launch_overhead_s.
   std::map<std::string, double> host_cost_s;
+  // DDP without gradient_as_bucket_view: each parameter's gradient is copied into its bucket and
+  // scaled by 1/world on the compute stream as it becomes ready (the harness reduces in place).
+  bool ddp_gradient_copy = false;
 };
 
 struct ClusterSpec {

@@ -14,6 +14,7 @@ import argparse, glob, json, os, statistics, subprocess, sys, tempfile
 
 
 KERNEL_FACTORS = {}  # kept from the existing profile (framework_kernel_factors.py writes them)
+DDP_COPY = []        # likewise: ddp_gradient_copy (a list so that main can set it)
 HOST_COSTS = {}      # likewise (host_cost_profile.py); launch_overhead_s then prices only the other kernels
 
 
@@ -23,6 +24,8 @@ def validate(dtsim, files, launch, iteration, name):
         prof["kernel_time_factors"] = KERNEL_FACTORS
     if HOST_COSTS:
         prof["host_cost_s"] = HOST_COSTS
+    if DDP_COPY:
+        prof["ddp_gradient_copy"] = True
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(prof, f)
         path = f.name
@@ -55,6 +58,8 @@ def main():
             old = json.load(f)
         KERNEL_FACTORS.update(old.get("kernel_time_factors", {}))
         HOST_COSTS.update(old.get("host_cost_s", {}))
+        if old.get("ddp_gradient_copy"):
+            DDP_COPY.append(True)
         old_sources = old.get("sources", {})
     all_files = sorted(glob.glob(os.path.join(a.runs, "*.json")))
     train = sorted({f for pat in a.train.split(",") for f in glob.glob(os.path.join(a.runs, pat))})
@@ -109,6 +114,8 @@ def main():
     if KERNEL_FACTORS:
         prof["kernel_time_factors"] = KERNEL_FACTORS
         prof["sources"]["kernel_time_factors"] = old_sources.get("kernel_time_factors", "")
+    if DDP_COPY:
+        prof["ddp_gradient_copy"] = True
     if HOST_COSTS:
         prof["host_cost_s"] = HOST_COSTS
         prof["sources"]["host_cost_s"] = old_sources.get("host_cost_s", "")

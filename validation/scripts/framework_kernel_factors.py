@@ -8,7 +8,13 @@ what a network's total for that kernel kind changes by, so it weighs large kerne
 does. Writes the ratios into a framework profile's `kernel_time_factors` (other fields kept):
 
   validation/scripts/framework_kernel_factors.py --data validation/data/h100-sxm/torch_compare \
-      --profile configs/frameworks/pytorch.json
+      --profile configs/frameworks/pytorch.json \
+      --sgd validation/data/h100-sxm/kernel_profile/vgg16_b32_fp32.txt:validation/data/h100-sxm/runs/vgg16_b32_1gpu_fp32.json
+
+--sgd PROFILE:RUN (repeatable): PyTorch's SGD (foreach: weight decay, momentum and update as separate
+multi-tensor passes) against the harness's one fused kernel: the multi_tensor_apply kernels' time in a
+torch.profiler listing (validation/pytorch/kernel_profile.py) over the sgd_update time of a harness
+run of the same model; the mean ratio becomes sgd_update/update/fp32.
 """
 import argparse, collections, csv, json, os
 
@@ -18,6 +24,7 @@ def main():
     ap.add_argument("--data", required=True, help="torch_compare folder (batchnorm.csv, pool.csv)")
     ap.add_argument("--profile", required=True, help="framework profile JSON to update")
     ap.add_argument("--min-shapes", type=int, default=4)
+    ap.add_argument("--sgd", action="append", default=[], help="PROFILE.txt:RUN.json (see above)")
     ap.add_argument("--min-time-s", type=float, default=20e-6,
                     help="only shapes whose harness kernel takes this long: PyTorch's single-op timings of "
                          "smaller ones include its host costs (some tiny pooling backwards read 100 us)")
@@ -41,6 +48,15 @@ def main():
         if n >= a.min_shapes:
             factors[key] = round(torch_s / harness_s, 3)
             shapes[key] = n
+    sgd = []
+    for pair in a.sgd:
+        prof_txt, run = pair.split(":")
+        torch_us = sum(float(l.split()[0]) for l in open(prof_txt) if "multi_tensor_apply_kernel" in l)
+        harness_s = sum(l["time_s"] for l in json.load(open(run))["layers"] if l["kernel_kind"] == "sgd_update")
+        sgd.append(torch_us * 1e-6 / harness_s)
+    if sgd:
+        factors["sgd_update/update/fp32"] = round(sum(sgd) / len(sgd), 3)
+        shapes["sgd_update/update/fp32"] = f"{len(sgd)} profiled runs ({', '.join(a.sgd)})"
     with open(a.profile) as f:
         prof = json.load(f)
     prof["kernel_time_factors"] = factors
