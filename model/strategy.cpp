@@ -78,8 +78,11 @@ Placement one_per_node_placement(const Placement& where) {
 double rails_allreduce_s(double bytes, const Placement& where, const ClusterSpec& c, const CollectiveAlgorithm& algo) {
   if (where.nodes <= 1 || bytes <= 0) return 0;
   const int g = where.local_gpus();
+  // g rails at once share all of the node's NICs: each gets nics x nic_bandwidth / g. Priced as one
+  // NIC of that bandwidth, since a one-GPU-per-node job on its own would use a single NIC.
   ClusterSpec shared = c;
-  shared.inter.nic_bandwidth_Bps = c.inter.nic_bandwidth_Bps / g;  // g groups at once through the node's NICs
+  shared.inter.nic_bandwidth_Bps = c.inter.nic_bandwidth_Bps * c.inter.nics_per_node / g;
+  shared.inter.nics_per_node = 1;
   return algo.time_s(CollectiveOp::AllReduce, bytes / g, one_per_node_placement(where), shared);
 }
 

@@ -117,8 +117,10 @@ TEST_CASE("strategies: hierarchical is three --algo collectives per bucket (RS i
     node.gpus = node.gpus_per_node = local;
     rail.gpus = rail.nodes = nodes;
     rail.gpus_per_node = 1;
+    // The rails share all of the node's NICs: each gets nics x nic bandwidth / local, as one NIC.
     ClusterSpec rail_c = c;
-    rail_c.inter.oversubscription *= local;  // the rails share the node's NICs
+    rail_c.inter.nic_bandwidth_Bps = c.inter.nic_bandwidth_Bps * c.inter.nics_per_node / local;
+    rail_c.inter.nics_per_node = 1;
     const double expect = nccl->time_s(CollectiveOp::ReduceScatter, n, node, c) +
                           nccl->time_s(CollectiveOp::AllReduce, n / local, rail, rail_c) +
                           nccl->time_s(CollectiveOp::AllGather, n, node, c);
@@ -127,8 +129,11 @@ TEST_CASE("strategies: hierarchical is three --algo collectives per bucket (RS i
     REQUIRE(h.timeline.buckets.size() == 1);
     CHECK(h.comm_s == Approx(expect).epsilon(1e-9));
     CHECK(param(h.strategy, "nodes") == nodes);
-    // Three calls cost more fixed latency than dp's one on a small bucket.
-    CHECK(h.comm_s > run(g, c, gpus, 8, "dp", {}, "auto").comm_s);
+    // Three calls cost more fixed latency than dp's one on a small bucket; on 4 nodes of 8 GPUs with 8
+    // NICs each, the rails' smaller all-reduces make up for it at this 4 MB bucket (within 1%).
+    const double dp = run(g, c, gpus, 8, "dp", {}, "auto").comm_s;
+    if (cluster == "h100-sxm-2x2") CHECK(h.comm_s > dp);
+    else CHECK(h.comm_s == Approx(dp).epsilon(0.01));
   }
 }
 
