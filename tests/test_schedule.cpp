@@ -130,7 +130,8 @@ TEST_CASE("batch size limits are enforced") {
 TEST_CASE("framework host costs: the most specific key wins, else the launch cost") {
   const std::map<std::string, double> table = {{"conv2d/fwd/bf16", 40e-6}, {"conv2d/fwd", 30e-6}, {"activation/fwd/fp32", 20e-6},
                                                {"eltwise/fwd/fp32/bias_add", 22e-6}, {"eltwise/fwd/fp32/autocast", 0}};
-  const IterationKernels k = lower_iteration(load_model("vgg16"), 2, Precision::BF16);
+  const Graph vgg = load_model("vgg16");  // kernels' variants point into its layers: keep it alive
+  const IterationKernels k = lower_iteration(vgg, 2, Precision::BF16);
   int convs = 0, casts = 0, relus = 0, bias = 0;
   for (const auto& kd : k.forward) {
     const double s = framework_host_cost_s(kd, &table, 7e-6);
@@ -155,7 +156,7 @@ TEST_CASE("framework host costs: the most specific key wins, else the launch cos
   CHECK(casts == 16);  // 13 convolutions and 3 linear layers
   CHECK(bias == 16);
   CHECK(relus == 15);
-  const IterationKernels f = lower_iteration(load_model("vgg16"), 2, Precision::FP32);
+  const IterationKernels f = lower_iteration(vgg, 2, Precision::FP32);
   CHECK(framework_host_cost_s(f.forward[0], &table, 7e-6) == 30e-6);  // fp32 run: tf32 conv keyed fp32, falls to conv2d/fwd
   CHECK(framework_host_cost_s(f.forward[0], nullptr, 7e-6) == 7e-6);
 }
