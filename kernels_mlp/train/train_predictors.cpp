@@ -64,6 +64,7 @@ struct Options {
   // kinds listed (e.g. conv2d); each predictor is still exported as its own MLP.
   std::string joint;
   int batch = 1024;  // minibatch rows
+  bool extra_features = false;  // also the optional features (features.hpp: extra_feature_names)
 };
 
 struct ErrorStats {
@@ -116,7 +117,8 @@ std::vector<double> predict_with(const Mlp& m, const std::vector<const Sample*>&
 std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::vector<std::vector<const Sample*>>& groups, int sms,
                              const Baseline& base, const Options& opt, const std::vector<int>& hidden, const std::string& seed_key) {
   const KernelKind kind = groups.front().front()->kernel.kind;
-  const auto& names = feature_names(kind);
+  std::vector<std::string> names = feature_names(kind);
+  if (opt.extra_features) names.insert(names.end(), extra_feature_names(kind).begin(), extra_feature_names(kind).end());
   const int64_t nf = static_cast<int64_t>(names.size());
   const int64_t ng = groups.size() > 1 ? static_cast<int64_t>(groups.size()) : 0;  // one-hot columns
   std::vector<const Sample*> train;
@@ -133,7 +135,7 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
   std::vector<double> f;
   for (int64_t i = 0; i < n; ++i) {
     f.clear();
-    features(train[i]->kernel, sms, base, f);
+    features(train[i]->kernel, sms, base, f, opt.extra_features);
     for (int64_t c = 0; c < nf; ++c) x(i, c) = static_cast<float>(f[c]);
     y(i) = static_cast<float>(std::log(train[i]->time_s / base.seconds(train[i]->kernel)));
   }
@@ -332,6 +334,9 @@ int run(int argc, char** argv) {
   app.add_option("--joint", opt.joint,
                  "Comma-separated kernel kinds (e.g. conv2d) whose predictors are trained as one network with a one-hot "
                  "predictor input (folded into each exported MLP)");
+  app.add_flag("--extra-features", opt.extra_features,
+               "Also give the MLPs the optional features (convolutions: power-of-two alignment of channels, spatial sizes "
+               "and the pass's implicit GEMM)");
   app.add_option("--batch", opt.batch, "Minibatch rows")->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_option("--lr", opt.lr, "Peak Adam learning rate (cosine decay)")->check(CLI::Range(1e-6, 1.0))->capture_default_str();
   app.add_option("--ensemble", opt.ensemble, "MLPs per predictor, averaged in log space (packed into one MLP)")
@@ -397,6 +402,7 @@ int run(int argc, char** argv) {
   if (opt.bag) manifest["trained_with"]["bag"] = true;  // the newer options, recorded when used
   if (!opt.joint.empty()) manifest["trained_with"]["joint"] = opt.joint;
   if (opt.batch != 1024) manifest["trained_with"]["batch"] = opt.batch;
+  if (opt.extra_features) manifest["trained_with"]["extra_features"] = true;
   Json data = Json::array();
   for (const auto& f : files) data.push_back({{"file", fs::path(f).filename().string()}, {"fnv1a64", file_fnv1a64(f)}});
   manifest["data"] = std::move(data);
