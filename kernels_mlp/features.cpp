@@ -123,11 +123,38 @@ static void conv_pass_features(const KernelDesc& k, int sm_count, const Baseline
   out.push_back(one && stride1 && s[9] == 0 && s[10] == 0 ? 1.0 : 0.0);
 }
 
-void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
+const std::vector<std::string>& extra_feature_names(KernelKind kind) {
+  static const std::vector<std::string> conv = {"c_pow2", "k_pow2", "hw_pow2", "pq_pow2", "nhw_pow2", "npq_pow2",
+                                                "pass_m_pow2", "pass_n_pow2", "pass_k_pow2"};
+  static const std::vector<std::string> none;
+  return kind == KernelKind::Conv2d ? conv : none;
+}
+
+// log2 of the largest power of two dividing v, at most 7 (128): vector widths and tile alignment.
+static double pow2_align(double v) {
+  int64_t x = static_cast<int64_t>(v);
+  int a = 0;
+  while (x > 0 && x % 2 == 0 && a < 7) x /= 2, ++a;
+  return a;
+}
+
+static void conv_extra_features(const KernelDesc& k, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], r = s[5], sw = s[6], g = static_cast<double>(s[13]);
+  const double p = static_cast<double>((s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1);
+  const double q = static_cast<double>((s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1);
+  double gm = n * p * q, gn = kk / g, gk = c / g * r * sw;
+  if (k.pass == Pass::BwdData) gm = n * h * w, gn = c / g, gk = kk / g * r * sw;
+  else if (k.pass == Pass::BwdFilter) gm = kk / g, gn = c / g * r * sw, gk = n * p * q;
+  for (double v : {c / g, kk / g, h * w, p * q, n * h * w, n * p * q, gm, gn, gk}) out.push_back(pow2_align(v));
+}
+
+void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out, bool extended) {
   kind_features(k, sm_count, out);
   if (k.kind == KernelKind::Conv2d) conv_pass_features(k, sm_count, base, out);
   out.push_back(std::log2(base.compute_s(k) * 1e6 + 1e-3));
   out.push_back(std::log2(base.memory_s(k) * 1e6 + 1e-3));
+  if (extended && k.kind == KernelKind::Conv2d) conv_extra_features(k, out);
 }
 
 static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out) {

@@ -32,8 +32,13 @@ struct Baseline {
 };
 
 const std::vector<std::string>& feature_names(KernelKind kind);
-// Appends feature_names(k.kind).size() values; `sm_count` sizes the wave features.
-void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out);
+// Appends feature_names(k.kind).size() values; `sm_count` sizes the wave features. With `extended`,
+// then also extra_feature_names(k.kind).size() more (a predictor trained with them lists them after
+// the others, so predictors trained without them see exactly what they were trained on).
+void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out, bool extended = false);
+// Optional features (dtsim-train-predictors --extra-features): convolutions' power-of-two alignment
+// of the channel counts, spatial sizes and the pass's implicit GEMM dimensions. Empty for other kinds.
+const std::vector<std::string>& extra_feature_names(KernelKind kind);
 
 // Stable identity of a kernel's shape, without its pass and math: a shape lands wholly in the
 // training or wholly in the held-out part.

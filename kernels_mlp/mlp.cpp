@@ -41,10 +41,12 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
   std::vector<double> f;
   for (const auto& [m, idx] : groups) {
     const Eigen::Index nf = static_cast<Eigen::Index>(m->feature_names.size());
+    // A predictor trained with the optional features lists more names than the standard set.
+    const bool extended = m->feature_names.size() > feature_names(kernels[idx.front()].kind).size();
     Eigen::MatrixXf x(static_cast<Eigen::Index>(idx.size()), nf);
     for (size_t r = 0; r < idx.size(); ++r) {
       f.clear();
-      features(kernels[idx[r]], sm_count, baseline, f);
+      features(kernels[idx[r]], sm_count, baseline, f, extended);
       for (Eigen::Index c = 0; c < nf; ++c) x(static_cast<Eigen::Index>(r), c) = static_cast<float>(f[c]);
     }
     Eigen::VectorXf y;

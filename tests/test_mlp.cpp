@@ -30,6 +30,12 @@ TEST_CASE("features: one value per name for every kernel the zoo lowers to") {
           features(k, gpu.sm_count, base, f);
           REQUIRE(f.size() == feature_names(k.kind).size());
           for (double x : f) REQUIRE(std::isfinite(x));
+          // The optional features follow the standard ones, which they leave as they were.
+          std::vector<double> fx;
+          features(k, gpu.sm_count, base, fx, true);
+          REQUIRE(fx.size() == feature_names(k.kind).size() + extra_feature_names(k.kind).size());
+          for (size_t i = 0; i < f.size(); ++i) REQUIRE(fx[i] == f[i]);
+          for (double x : fx) REQUIRE(std::isfinite(x));
         }
     }
 }
@@ -140,6 +146,38 @@ TEST_CASE("MLP inference: known weights, written and read back") {
   CHECK(on_h200.time(uncovered).seconds == Approx(RooflineModel(h200).time(uncovered).seconds));
   ::unsetenv("DTSIM_PREDICTOR_DIR");
   fs::remove_all(root);
+}
+
+TEST_CASE("MLP inference: a predictor trained with the optional features sees them") {
+  GpuSpec gpu = load_gpu("h100-sxm");
+  Baseline base = baseline_of(gpu);
+  Mlp m = tiny_mlp("conv2d/fwd/bf16", KernelKind::Conv2d);
+  const auto& extra = extra_feature_names(KernelKind::Conv2d);
+  REQUIRE(!extra.empty());
+  m.feature_names.insert(m.feature_names.end(), extra.begin(), extra.end());
+  const Eigen::Index n = static_cast<Eigen::Index>(m.feature_names.size());
+  m.feature_mean = Eigen::VectorXf::Zero(n);
+  m.feature_std = Eigen::VectorXf::Ones(n);
+  m.weights[0] = Eigen::MatrixXf::Zero(2, n);
+  const Eigen::Index npq = static_cast<Eigen::Index>(feature_names(KernelKind::Conv2d).size() + 5);
+  REQUIRE(m.feature_names[npq] == "npq_pow2");
+  m.weights[0](0, npq) = 1.0f;  // relu(npq_pow2)
+  PredictorSet set;
+  set.sm_count = gpu.sm_count;
+  set.baseline = base;
+  set.by_key.emplace(m.key, m);
+  auto ks = lower_iteration(load_model("resnet50"), 32, Precision::BF16);
+  const KernelDesc* first_conv = nullptr;
+  for (const auto& x : ks.forward)
+    if (!first_conv && x.kind == KernelKind::Conv2d) first_conv = &x;
+  REQUIRE(first_conv);
+  const KernelDesc& k = *first_conv;  // the 7x7 stem, batch 32
+  REQUIRE(predictor_key(k) == m.key);
+  std::vector<double> f, t;
+  features(k, gpu.sm_count, base, f, true);
+  CHECK(f[npq] == 7);  // N*P*Q = 32 * 112 * 112, a multiple of 128
+  set.predict({k}, t);
+  CHECK(t[0] == Approx(base.seconds(k) * std::exp(0.1 * 7 + 0.25)).epsilon(1e-5));
 }
 
 TEST_CASE("predictor folders: malformed manifests are input errors") {

@@ -59,6 +59,12 @@ struct Options {
   double lr = 3e-3;
   int ensemble = 1;  // MLPs per predictor (different seeds), packed into one block-diagonal MLP
   std::string drop_features;  // comma-separated feature names the MLP does not see (for comparisons)
+  bool bag = false;  // each ensemble member trains on a bootstrap sample of the training rows
+  // Train the predictors of one kind together (one network, a one-hot input per predictor), for the
+  // kinds listed (e.g. conv2d); each predictor is still exported as its own MLP.
+  std::string joint;
+  int batch = 1024;  // minibatch rows
+  bool extra_features = false;  // also the optional features (features.hpp: extra_feature_names)
 };
 
 struct ErrorStats {
@@ -104,21 +110,32 @@ std::vector<double> predict_with(const Mlp& m, const std::vector<const Sample*>&
   return out;
 }
 
-Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, int sms, const Baseline& base, const Options& opt,
-              const std::vector<int>& hidden) {
-  const KernelKind kind = train.front()->kernel.kind;
-  const auto& names = feature_names(kind);
-  const int64_t n = static_cast<int64_t>(train.size()), nf = static_cast<int64_t>(names.size());
+// Trains one predictor per entry of `keys` on the matching `groups` of training rows. With several
+// keys (--joint), one network sees every group's rows plus a one-hot input naming the group; each
+// key's exported MLP has that constant input folded into its first layer's bias, so the file format
+// and inference are those of a single predictor.
+std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::vector<std::vector<const Sample*>>& groups, int sms,
+                             const Baseline& base, const Options& opt, const std::vector<int>& hidden, const std::string& seed_key) {
+  const KernelKind kind = groups.front().front()->kernel.kind;
+  std::vector<std::string> names = feature_names(kind);
+  if (opt.extra_features) names.insert(names.end(), extra_feature_names(kind).begin(), extra_feature_names(kind).end());
+  const int64_t nf = static_cast<int64_t>(names.size());
+  const int64_t ng = groups.size() > 1 ? static_cast<int64_t>(groups.size()) : 0;  // one-hot columns
+  std::vector<const Sample*> train;
+  std::vector<int64_t> group_of;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (const Sample* s : groups[g]) train.push_back(s), group_of.push_back(static_cast<int64_t>(g));
+  const int64_t n = static_cast<int64_t>(train.size());
 
   Mlp m;
-  m.key = key;
+  m.key = keys.front();
   m.feature_names = names;
   Eigen::MatrixXf x(n, nf);
   Eigen::VectorXf y(n);
   std::vector<double> f;
   for (int64_t i = 0; i < n; ++i) {
     f.clear();
-    features(train[i]->kernel, sms, base, f);
+    features(train[i]->kernel, sms, base, f, opt.extra_features);
     for (int64_t c = 0; c < nf; ++c) x(i, c) = static_cast<float>(f[c]);
     y(i) = static_cast<float>(std::log(train[i]->time_s / base.seconds(train[i]->kernel)));
   }
@@ -136,18 +153,24 @@ Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, i
 
   Eigen::MatrixXf xn = (x.rowwise() - m.feature_mean.transpose()).array().rowwise() / m.feature_std.transpose().array();
   Eigen::VectorXf yn = (y.array() - m.target_mean) / m.target_std;
-  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> xr = xn;
-  torch::Tensor X = torch::from_blob(xr.data(), {n, nf}, torch::kFloat32).clone();
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> xr(n, nf + ng);
+  xr.leftCols(nf) = xn;
+  if (ng) {
+    xr.rightCols(ng).setZero();
+    for (int64_t i = 0; i < n; ++i) xr(i, nf + group_of[i]) = 1;
+  }
+  torch::Tensor X = torch::from_blob(xr.data(), {n, nf + ng}, torch::kFloat32).clone();
   torch::Tensor Y = torch::from_blob(yn.data(), {n, 1}, torch::kFloat32).clone();
+  const double tstd = m.target_std;
 
   using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   std::vector<std::vector<RowMatrix>> member_w;
   std::vector<std::vector<Eigen::VectorXf>> member_b;
   for (int member = 0; member < opt.ensemble; ++member) {
     const uint64_t seed = static_cast<uint64_t>(opt.seed) + 7919ULL * static_cast<uint64_t>(member);
-    torch::manual_seed(seed + std::hash<std::string>{}(key) % 1000003);
+    torch::manual_seed(seed + std::hash<std::string>{}(seed_key) % 1000003);
     torch::nn::Sequential net;
-    int64_t in = nf;
+    int64_t in = nf + ng;
     for (int h : hidden) {
       net->push_back(torch::nn::Linear(in, h));
       net->push_back(torch::nn::ReLU());
@@ -157,28 +180,42 @@ Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, i
 
     const double lr0 = opt.lr;
     torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(lr0).weight_decay(opt.weight_decay));
-    const int64_t batch = std::min<int64_t>(n, 1024);
+    const int64_t batch = std::min<int64_t>(n, opt.batch);
     torch::Generator gen = at::detail::createCPUGenerator(seed);
+    torch::Tensor Xm = X, Ym = Y;
+    if (opt.bag) {  // bagging: each member trains on its own bootstrap sample of the rows
+      torch::Tensor idx = torch::randint(n, {n}, gen, torch::kLong);
+      Xm = X.index_select(0, idx);
+      Ym = Y.index_select(0, idx);
+    }
     double loss_value = 0;
     for (int step = 1; step <= opt.steps; ++step) {
       double lr = 1e-5 + 0.5 * (lr0 - 1e-5) * (1 + std::cos(M_PI * step / opt.steps));
       for (auto& g : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
-      torch::Tensor xb = X, yb = Y;
+      torch::Tensor xb = Xm, yb = Ym;
       if (batch < n) {
         torch::Tensor idx = torch::randint(n, {batch}, gen, torch::kLong);
-        xb = X.index_select(0, idx);
-        yb = Y.index_select(0, idx);
+        xb = Xm.index_select(0, idx);
+        yb = Ym.index_select(0, idx);
       }
       adam.zero_grad();
       // In log space. Huber: quadratic for small errors, linear for the few shapes where cuDNN picked
       // a poor algorithm, which would otherwise pull the fit towards them. L1 fits the median ratio.
-      torch::Tensor loss = opt.loss == "l1" ? torch::l1_loss(net->forward(xb), yb)
-                                            : torch::smooth_l1_loss(net->forward(xb), yb, at::Reduction::Mean, opt.huber_beta);
+      // mape: the relative error |exp(d) - 1| itself (d the log-ratio error), the metric the
+      // predictors are judged by; linear in d beyond |d| = 1 so that early, large errors keep a gradient.
+      torch::Tensor loss;
+      if (opt.loss == "l1") loss = torch::l1_loss(net->forward(xb), yb);
+      else if (opt.loss == "mape") {
+        torch::Tensor d = (net->forward(xb) - yb) * tstd;
+        const double e = std::exp(1.0), ie = std::exp(-1.0);
+        torch::Tensor rel = torch::where(d > 1, (e - 1) + e * (d - 1), torch::where(d < -1, (1 - ie) + ie * (-1 - d), torch::abs(torch::expm1(d))));
+        loss = rel.mean();
+      } else loss = torch::smooth_l1_loss(net->forward(xb), yb, at::Reduction::Mean, opt.huber_beta);
       loss.backward();
       adam.step();
       if (step % 100 == 0 || step == opt.steps) {
         loss_value = loss.item<double>();
-        progress(key, step, opt.steps, loss_value);
+        progress(seed_key, step, opt.steps, loss_value);
       }
     }
 
@@ -199,26 +236,40 @@ Mlp train_one(const std::string& key, const std::vector<const Sample*>& train, i
 
   // An ensemble is one wider MLP: the members' first layers stacked, their hidden layers block-diagonal
   // and their output layers averaged (the mean of the members' log ratios, a geometric mean of times).
+  std::vector<Mlp> out;
   const size_t layers = member_w.front().size();
   const int e = opt.ensemble;
-  for (size_t l = 0; l < layers; ++l) {
-    const Eigen::Index rows = member_w[0][l].rows(), cols = member_w[0][l].cols();
-    const bool first = l == 0, last = l + 1 == layers;
-    RowMatrix w = RowMatrix::Zero(last ? 1 : rows * e, first ? cols : cols * e);
-    Eigen::VectorXf b = Eigen::VectorXf::Zero(last ? 1 : rows * e);
-    for (int k = 0; k < e; ++k) {
-      if (last) {
-        w.block(0, k * cols, 1, cols) = member_w[k][l] / static_cast<float>(e);
-        b += member_b[k][l] / static_cast<float>(e);
-      } else {
-        w.block(k * rows, first ? 0 : k * cols, rows, cols) = member_w[k][l];
-        b.segment(k * rows, rows) = member_b[k][l];
+  for (size_t gi = 0; gi < keys.size(); ++gi) {
+    Mlp mk = m;
+    mk.key = keys[gi];
+    std::vector<std::vector<RowMatrix>> mw = member_w;
+    std::vector<std::vector<Eigen::VectorXf>> mb = member_b;
+    if (ng)  // the key's constant one-hot input, folded into the first layer's bias
+      for (int k = 0; k < e; ++k) {
+        mb[k][0] += mw[k][0].col(nf + static_cast<Eigen::Index>(gi));
+        RowMatrix w0 = mw[k][0].leftCols(nf);
+        mw[k][0] = w0;
       }
+    for (size_t l = 0; l < layers; ++l) {
+      const Eigen::Index rows = mw[0][l].rows(), cols = mw[0][l].cols();
+      const bool first = l == 0, last = l + 1 == layers;
+      RowMatrix w = RowMatrix::Zero(last ? 1 : rows * e, first ? cols : cols * e);
+      Eigen::VectorXf b = Eigen::VectorXf::Zero(last ? 1 : rows * e);
+      for (int k = 0; k < e; ++k) {
+        if (last) {
+          w.block(0, k * cols, 1, cols) = mw[k][l] / static_cast<float>(e);
+          b += mb[k][l] / static_cast<float>(e);
+        } else {
+          w.block(k * rows, first ? 0 : k * cols, rows, cols) = mw[k][l];
+          b.segment(k * rows, rows) = mb[k][l];
+        }
+      }
+      mk.weights.push_back(std::move(w));
+      mk.biases.push_back(std::move(b));
     }
-    m.weights.push_back(std::move(w));
-    m.biases.push_back(std::move(b));
+    out.push_back(std::move(mk));
   }
-  return m;
+  return out;
 }
 
 // Every row of another GPU's data through the shipped predictors (scaled by the roofline ratio when
@@ -277,7 +328,16 @@ int run(int argc, char** argv) {
   app.add_flag("--validate", opt.validate,
                "Model selection: train on the training shapes whose hash is 2-4 mod 5 and report the error on those with 1 mod 5; "
                "held-out shapes are neither read nor reported and nothing is written");
-  app.add_option("--loss", opt.loss, "Loss in log space: huber or l1")->check(CLI::IsMember({"huber", "l1"}))->capture_default_str();
+  app.add_option("--loss", opt.loss, "Loss: huber or l1 in log space, or mape (the relative error itself)")
+      ->check(CLI::IsMember({"huber", "l1", "mape"}))->capture_default_str();
+  app.add_flag("--bag", opt.bag, "Bagging: each ensemble member trains on its own bootstrap sample of the training rows");
+  app.add_option("--joint", opt.joint,
+                 "Comma-separated kernel kinds (e.g. conv2d) whose predictors are trained as one network with a one-hot "
+                 "predictor input (folded into each exported MLP)");
+  app.add_flag("--extra-features", opt.extra_features,
+               "Also give the MLPs the optional features (convolutions: power-of-two alignment of channels, spatial sizes "
+               "and the pass's implicit GEMM)");
+  app.add_option("--batch", opt.batch, "Minibatch rows")->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_option("--lr", opt.lr, "Peak Adam learning rate (cosine decay)")->check(CLI::Range(1e-6, 1.0))->capture_default_str();
   app.add_option("--ensemble", opt.ensemble, "MLPs per predictor, averaged in log space (packed into one MLP)")
       ->check(CLI::Range(1, 16))->capture_default_str();
@@ -339,6 +399,10 @@ int run(int argc, char** argv) {
                               {"hidden", hidden}, {"weight_decay", opt.weight_decay}, {"loss", opt.loss}, {"lr", opt.lr},
                               {"ensemble", opt.ensemble},
                               {"split", "held-out: shapes whose FNV-1a hash is 0 mod 5"}};
+  if (opt.bag) manifest["trained_with"]["bag"] = true;  // the newer options, recorded when used
+  if (!opt.joint.empty()) manifest["trained_with"]["joint"] = opt.joint;
+  if (opt.batch != 1024) manifest["trained_with"]["batch"] = opt.batch;
+  if (opt.extra_features) manifest["trained_with"]["extra_features"] = true;
   Json data = Json::array();
   for (const auto& f : files) data.push_back({{"file", fs::path(f).filename().string()}, {"fnv1a64", file_fnv1a64(f)}});
   manifest["data"] = std::move(data);
@@ -356,17 +420,33 @@ int run(int argc, char** argv) {
   const char* part = opt.validate ? "valid" : "heldout";
   std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "predictor", "train", part, "train", part, part, part);
   std::printf("%-30s %7s %7s %9s %9s %9s %9s\n", "", "rows", "rows", "MAPE", "MAPE", "median", "max");
+  std::map<std::string, std::vector<const Sample*>> train_of, held_of;
   for (const auto& [key, samples] : by_key) {
-    std::vector<const Sample*> train, held;
+    auto& train = train_of[key];
+    auto& held = held_of[key];
     for (const auto& s : samples) {
       if (!opt.validate) (is_heldout(s.kernel) ? held : train).push_back(&s);
       else if (!is_heldout(s.kernel)) (shape_hash(s.kernel) % 5 == 1 ? held : train).push_back(&s);
     }
+  }
+  std::map<std::string, Mlp> joint_mlps;  // --joint: trained before the per-predictor loop
+  for (const auto& kind : split(opt.joint, ',')) {
+    if (kind.empty()) continue;
+    std::vector<std::string> keys;
+    std::vector<std::vector<const Sample*>> groups;
+    for (const auto& [key, train] : train_of)
+      if (key.rfind(kind + "/", 0) == 0 && static_cast<int>(train.size()) >= opt.min_rows) keys.push_back(key), groups.push_back(train);
+    if (keys.empty()) continue;
+    for (auto& m : train_group(keys, groups, gpu.sm_count, base, opt, hidden, kind + "/joint")) joint_mlps.emplace(m.key, std::move(m));
+  }
+  for (const auto& [key, samples] : by_key) {
+    const auto& train = train_of[key];
+    const auto& held = held_of[key];
     if (static_cast<int>(train.size()) < opt.min_rows) {
       std::printf("%-30s %7zu %7zu  skipped: fewer than %d training rows\n", key.c_str(), train.size(), held.size(), opt.min_rows);
       continue;
     }
-    Mlp m = train_one(key, train, gpu.sm_count, base, opt, hidden);
+    Mlp m = joint_mlps.count(key) ? joint_mlps.at(key) : std::move(train_group({key}, {train}, gpu.sm_count, base, opt, hidden, key).front());
     auto measured = [](const std::vector<const Sample*>& v) {
       std::vector<double> t;
       for (const Sample* s : v) t.push_back(s->time_s);
