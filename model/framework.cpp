@@ -10,6 +10,28 @@
 namespace dtsim {
 namespace fs = std::filesystem;
 
+namespace {
+// An optional object of kernel key -> number; a key needs at least `min_slashes` '/' (kind/pass...),
+// a value lies in (lo, hi] when lo_open (a ratio), in [lo, hi] otherwise (a cost).
+std::map<std::string, double> key_table(JsonObject& o, const std::string& field, long min_slashes,
+                                        const std::string& key_rule, const std::string& value_what, double lo,
+                                        bool lo_open, double hi, const std::string& value_rule) {
+  std::map<std::string, double> table;
+  if (!o.has(field)) return table;
+  const Json& k = o.raw(field);
+  if (!k.is_object()) o.fail(field, "must be an object of kernel key -> " + value_what);
+  for (const auto& [key, v] : k.items()) {
+    const std::string path = field + "." + key;
+    if (std::count(key.begin(), key.end(), '/') < min_slashes) o.fail(path, "must be " + key_rule);
+    const double x = v.is_number() ? v.get<double>() : -1;
+    const bool low_ok = lo_open ? x > lo : x >= lo;
+    if (!v.is_number() || !low_ok || !(x <= hi)) o.fail(path, value_rule);
+    table[key] = x;
+  }
+  return table;
+}
+}  // namespace
+
 FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   JsonObject o(doc, what, "$");
   FrameworkProfile f;
@@ -18,26 +40,10 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.launch_overhead_s = o.number("launch_overhead_s", 0.0, 1.0);
   f.iteration_overhead_s = o.number("iteration_overhead_s", 0.0, 10.0);
   o.str_or("description", "");
-  if (o.has("kernel_time_factors")) {
-    const Json& k = o.raw("kernel_time_factors");
-    if (!k.is_object()) o.fail("kernel_time_factors", "must be an object of predictor key -> time ratio");
-    for (const auto& [key, v] : k.items()) {
-      const std::string path = "kernel_time_factors." + key;
-      if (std::count(key.begin(), key.end(), '/') < 2) o.fail(path, "must be a predictor key kind/pass/math[/variant]");
-      if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 100) o.fail(path, "must be a number in (0, 100]");
-      f.kernel_time_factors[key] = v.get<double>();
-    }
-  }
-  if (o.has("host_cost_s")) {
-    const Json& k = o.raw("host_cost_s");
-    if (!k.is_object()) o.fail("host_cost_s", "must be an object of kernel key -> seconds");
-    for (const auto& [key, v] : k.items()) {
-      const std::string path = "host_cost_s." + key;
-      if (std::count(key.begin(), key.end(), '/') < 1) o.fail(path, "must be a kernel key kind/pass[/math[/variant]]");
-      if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 1) o.fail(path, "must be a number of seconds in [0, 1]");
-      f.host_cost_s[key] = v.get<double>();
-    }
-  }
+  f.kernel_time_factors = key_table(o, "kernel_time_factors", 2, "a predictor key kind/pass/math[/variant]", "time ratio",
+                                    0, true, 100, "must be a number in (0, 100]");
+  f.host_cost_s = key_table(o, "host_cost_s", 1, "a kernel key kind/pass[/math[/variant]]", "seconds", 0, false, 1,
+                            "must be a number of seconds in [0, 1]");
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
   if (o.has("sources")) {
     const Json& s = o.raw("sources");

@@ -62,6 +62,22 @@ TEST_CASE("framework profiles: the shipped files parse, with measured host costs
                     Catch::Contains("$.launch_overhead_s"));
   CHECK_THROWS_WITH(parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":0,"iteration_overhead_s":0,"lauch":1})"), "f.json"),
                     Catch::Contains("lauch"));
+  // The per-kernel tables: a ratio must be positive, a host cost may be zero; keys need kind/pass.
+  const std::string head = R"({"name":"x","launch_overhead_s":0,"iteration_overhead_s":0,)";
+  CHECK_THROWS_WITH(parse_framework(Json::parse(head + R"("kernel_time_factors":{"conv2d/fwd/fp32":0}})"), "f.json"),
+                    Catch::Contains("$.kernel_time_factors.conv2d/fwd/fp32") && Catch::Contains("(0, 100]"));
+  CHECK_THROWS_WITH(parse_framework(Json::parse(head + R"("kernel_time_factors":{"conv2d/fwd":1.5}})"), "f.json"),
+                    Catch::Contains("kind/pass/math"));
+  CHECK_THROWS_WITH(parse_framework(Json::parse(head + R"("host_cost_s":{"conv2d/fwd":2}})"), "f.json"),
+                    Catch::Contains("$.host_cost_s.conv2d/fwd") && Catch::Contains("[0, 1]"));
+  CHECK_THROWS_WITH(parse_framework(Json::parse(head + R"("host_cost_s":{"conv2d":1e-5}})"), "f.json"),
+                    Catch::Contains("kind/pass"));
+  CHECK_THROWS_WITH(parse_framework(Json::parse(head + R"("host_cost_s":[1]})"), "f.json"),
+                    Catch::Contains("must be an object"));
+  FrameworkProfile ok = parse_framework(
+      Json::parse(head + R"("kernel_time_factors":{"conv2d/fwd/bf16":1.5},"host_cost_s":{"conv2d/fwd":0}})"), "f.json");
+  CHECK(ok.kernel_time_factors.at("conv2d/fwd/bf16") == 1.5);
+  CHECK(ok.host_cost_s.at("conv2d/fwd") == 0);
 }
 
 TEST_CASE("validate: a synthetic run is predicted in its configuration") {
