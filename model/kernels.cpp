@@ -185,6 +185,7 @@ struct Lowering {
   IterationKernels out;
   std::vector<std::vector<KernelDesc>> pending_backward;
   std::vector<std::vector<KernelDesc>> grad_accum;
+  std::vector<bool> requires_grad;  // per layer: its output depends on a parameter
 
   static KernelDesc make(KernelKind kind, Pass pass, MathMode m, int layer, std::initializer_list<int64_t> shape, const char* variant = "") {
     KernelDesc k{kind, pass, m, layer, {}, variant, 0, 0};
@@ -220,7 +221,11 @@ struct Lowering {
     const Shape& x = l.in[0];
     const int64_t in_el = n * x.elements();
     const int64_t out_el = n * l.out.elements();
-    const bool input_needs_grad = !(l.inputs.size() == 1 && l.inputs[0] < 0);
+    // Autograd computes a gradient only for tensors that depend on a parameter: the network's input
+    // and anything derived from it by parameter-free layers (a flatten, a pooling) need none.
+    bool input_needs_grad = false;
+    for (int j : l.inputs) input_needs_grad = input_needs_grad || (j >= 0 && requires_grad[j]);
+    requires_grad[li] = input_needs_grad || l.params() > 0;
     const MathMode vm = vector_math(prec);
     std::vector<KernelDesc>& fw = out.forward;
     std::vector<KernelDesc> bw;  // this layer's backward kernels, in execution order
@@ -312,6 +317,7 @@ struct Lowering {
         bw.push_back(make(KernelKind::SoftmaxCE, Pass::Bwd, MathMode::FP32, li, {n, x.c}));
         break;
     }
+    if (!requires_grad[li]) return;  // no gradient flows here: no backward kernels
     // A tensor read by k layers gets k-1 gradient accumulations before its producer's backward.
     for (int c = 1; c < l.consumers; ++c) grad_accum[li].push_back(make(KernelKind::Add, Pass::Bwd, vm, li, {out_el, 2}));
     pending_backward[li] = std::move(bw);
@@ -321,6 +327,7 @@ struct Lowering {
     const int L = static_cast<int>(g.layers.size());
     pending_backward.assign(L, {});
     grad_accum.assign(L, {});
+    requires_grad.assign(L, false);
     for (int i = 0; i < L; ++i) layer(i);
     for (int i = L - 1; i >= 0; --i) {
       for (auto& k : grad_accum[i]) out.backward.push_back(k);
@@ -335,7 +342,7 @@ struct Lowering {
 }  // namespace
 
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p) {
-  Lowering low{g, batch, p, {}, {}, {}};
+  Lowering low{g, batch, p, {}, {}, {}, {}};
   low.run();
   return std::move(low.out);
 }

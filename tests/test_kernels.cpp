@@ -33,7 +33,7 @@ TEST_CASE("a convolution lowers to fwd, bwd_data and bwd_filter with 2*MACs FLOP
   CHECK(k.update.size() == 2);
 }
 
-TEST_CASE("linear layers lower to GEMMs; matmuls stay FP32 under fp32 and go bf16 under autocast") {
+TEST_CASE("linear layers lower to GEMMs: matmuls stay FP32 under fp32 and go bf16 under autocast") {
   auto g = model_from(R"([{"name":"f","op":"flatten"},{"name":"fc","op":"linear","out_features":10},{"name":"l","op":"softmax_cross_entropy"}])",
                       R"({"channels":64,"height":1,"width":1})");
   auto k = lower_iteration(g, 32, Precision::FP32);
@@ -47,8 +47,14 @@ TEST_CASE("linear layers lower to GEMMs; matmuls stay FP32 under fp32 and go bf1
   CHECK(fwd.shape[2] == 64);
   CHECK(fwd.flops == Approx(2.0 * 32 * 10 * 64));
   auto kb = lower_iteration(g, 32, Precision::BF16);
-  CHECK(kb.forward[0].math == MathMode::BF16);
-  CHECK(kb.forward[0].bytes == Approx(fwd.bytes / 2));
+  // Autocast casts the FP32 weight to bf16 (an FP32-math Eltwise kernel) before the GEMM.
+  REQUIRE(kb.forward.size() >= 2);
+  CHECK(kb.forward[0].kind == KernelKind::Eltwise);
+  CHECK(std::string(kb.forward[0].variant) == "autocast");
+  const KernelDesc& gb = kb.forward[1];
+  REQUIRE(gb.kind == KernelKind::Gemm);
+  CHECK(gb.math == MathMode::BF16);
+  CHECK(gb.bytes == Approx(fwd.bytes / 2));
   CHECK(kb.update[0].math == MathMode::FP32);  // autocast keeps FP32 parameters
 }
 

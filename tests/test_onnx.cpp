@@ -138,7 +138,7 @@ TEST_CASE("onnx: squeeze-and-excitation, SiLU, channel shuffle and stochastic de
   CHECK(eltwise == transposes);
 }
 
-TEST_CASE("onnx: MatMul + Add is a linear layer with bias; hardswish, PReLU and a final softmax") {
+TEST_CASE("onnx: MatMul + Add is a linear layer with bias: hardswish, PReLU and a final softmax") {
   Graph g = onnx("matmul_softmax");
   const Layer& fc = g.layers[g.layers.size() - 2];
   CHECK(fc.op == Op::Linear);
@@ -160,7 +160,7 @@ TEST_CASE("onnx: initializers the exporter deduplicated into Identity nodes are 
   CHECK(g.params() == 216 + 16 + 8 + 90);  // conv, bn, the tied PReLU slope once (as PyTorch counts it), fc
 }
 
-TEST_CASE("onnx: the batch comes from the caller; an export that fixed it is an error") {
+TEST_CASE("onnx: the batch comes from the caller: an export that fixed it is an error") {
   CHECK(onnx("resnet18", 256).params() == 11689512);
   CHECK(import_error("fixed_batch", 1).empty());
   std::string e = import_error("fixed_batch", 8);

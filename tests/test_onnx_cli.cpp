@@ -55,7 +55,7 @@ TEST_CASE("cli onnx: predict takes an ONNX model, with the batch from --batch-pe
   CHECK(bad.err.find("fixed_batch.onnx") != std::string::npos);
 }
 
-TEST_CASE("cli onnx: an unknown operator exits 2 with one line; --allow-unknown-ops costs it and says so") {
+TEST_CASE("cli onnx: an unknown operator exits 2 with one line: --allow-unknown-ops costs it and says so") {
   for (const char* cmd : {"models --model ", "predict --batch-per-gpu 32 --model "}) {
     INFO(cmd);
     auto r = run_cli(cmd + model("unknown_op"));
@@ -74,7 +74,7 @@ TEST_CASE("cli onnx: an unknown operator exits 2 with one line; --allow-unknown-
   CHECK(t.out.find("eltwise:LRN (roofline)") != std::string::npos);
 }
 
-TEST_CASE("cli onnx: eval-mode exports are said so in one line on stderr; bad files exit 2") {
+TEST_CASE("cli onnx: eval-mode exports are said so in one line on stderr: bad files exit 2") {
   auto r = run_cli("models --model " + model("eval_folded"));
   CHECK(r.code == 0);
   CHECK(lines(r.err) == 1);
@@ -142,7 +142,7 @@ TEST_CASE("cli onnx: sweep and roofline take --allow-unknown-ops and print impor
   CHECK_FALSE(Json::parse(j.out)["kernels"].empty());
 }
 
-TEST_CASE("cli onnx: a sweep file may list ONNX models; --allow-unknown-ops goes with --sweep") {
+TEST_CASE("cli onnx: a sweep file may list ONNX models: --allow-unknown-ops goes with --sweep") {
   std::string path = (fs::temp_directory_path() / ("dtsim_onnx_sweep_" + std::to_string(::getpid()) + ".json")).string();
   {
     std::ofstream f(path);

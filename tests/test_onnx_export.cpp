@@ -56,7 +56,7 @@ TEST_CASE("onnx export: the symbolic batch is set from the caller and prediction
   }
 }
 
-TEST_CASE("onnx export: an eval-mode export is said so; Identity-aliased initializers are counted once") {
+TEST_CASE("onnx export: an eval-mode export is said so: Identity-aliased initializers are counted once") {
   Graph e = exported("resnet18_eval");
   REQUIRE(e.notes.size() == 1);
   CHECK(e.notes[0].find("eval-mode export") != std::string::npos);
