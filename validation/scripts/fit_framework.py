@@ -13,19 +13,15 @@ printed, and the profile is written with the fit and the runs used under "source
 import argparse, glob, json, os, statistics, subprocess, sys, tempfile
 
 
-KERNEL_FACTORS = {}  # kept from the existing profile (framework_kernel_factors.py writes them)
-DDP_COPY = []        # likewise: ddp_gradient_copy (a list so that main can set it)
-HOST_COSTS = {}      # likewise (host_cost_profile.py); launch_overhead_s then prices only the other kernels
+# What the fit sets; every other field of an existing profile (kernel_time_factors, host_cost_s,
+# ddp_gradient_copy, ... written by the other scripts) is carried into the fit and the written profile.
+FIT_KEYS = {"name", "description", "launch_overhead_s", "iteration_overhead_s", "sources", "fit"}
+DESCRIPTIONS = {"harness": "dtsim-harness train mode (C++: kernels enqueued back to back, no host synchronisation)",
+                "pytorch": "PyTorch 2.x eager DistributedDataParallel (torch.optim.SGD foreach, autocast for bf16)"}
 
 
-def validate(dtsim, files, launch, iteration, name):
-    prof = {"name": name, "launch_overhead_s": launch, "iteration_overhead_s": iteration}
-    if KERNEL_FACTORS:
-        prof["kernel_time_factors"] = KERNEL_FACTORS
-    if HOST_COSTS:
-        prof["host_cost_s"] = HOST_COSTS
-    if DDP_COPY:
-        prof["ddp_gradient_copy"] = True
+def validate(dtsim, files, launch, iteration, name, carried):
+    prof = dict(carried, name=name, launch_overhead_s=launch, iteration_overhead_s=iteration)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(prof, f)
         path = f.name
@@ -46,21 +42,18 @@ def mean_abs(rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtsim", required=True)
-    ap.add_argument("--framework", required=True, choices=["harness", "pytorch"])
+    ap.add_argument("--framework", required=True, help="profile name (harness, pytorch, pytorch-ops, ...)")
     ap.add_argument("--runs", required=True, help="folder of measured-run JSON")
     ap.add_argument("--train", default="resnet50_b16_1gpu_*.json,alexnet_b16_1gpu_*.json")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
-    old_sources = {}
+    old = {}
     if os.path.exists(a.out):
         with open(a.out) as f:
             old = json.load(f)
-        KERNEL_FACTORS.update(old.get("kernel_time_factors", {}))
-        HOST_COSTS.update(old.get("host_cost_s", {}))
-        if old.get("ddp_gradient_copy"):
-            DDP_COPY.append(True)
-        old_sources = old.get("sources", {})
+    carried = {k: v for k, v in old.items() if k not in FIT_KEYS}
+    old_sources = old.get("sources", {})
     all_files = sorted(glob.glob(os.path.join(a.runs, "*.json")))
     train = sorted({f for pat in a.train.split(",") for f in glob.glob(os.path.join(a.runs, pat))})
     held = [f for f in all_files if f not in train]
@@ -68,7 +61,7 @@ def main():
         sys.exit("no training runs match " + a.train)
 
     def cost(l, i):
-        return mean_abs(validate(a.dtsim, train, l, i, a.framework))
+        return mean_abs(validate(a.dtsim, train, l, i, a.framework, carried))
 
     # Coarse grid, then two finer grids around the best point.
     best = None
@@ -90,16 +83,15 @@ def main():
         dl, di = dl / 2.5, di / 2.5
     c, l, i = best
     l, i = float("%.3g" % l), float("%.3g" % i)
-    tr = validate(a.dtsim, train, l, i, a.framework)
-    ho = validate(a.dtsim, held, l, i, a.framework) if held else []
+    tr = validate(a.dtsim, train, l, i, a.framework, carried)
+    ho = validate(a.dtsim, held, l, i, a.framework, carried) if held else []
     summ = lambda rows: {"runs": len(rows), "mean_abs_error": round(mean_abs(rows), 4),
                          "median_abs_error": round(statistics.median(abs(r["error"]) for r in rows), 4),
                          "max_abs_error": round(max(abs(r["error"]) for r in rows), 4)} if rows else {}
     gpu = tr[0]["gpu"]
     prof = {
         "name": a.framework,
-        "description": {"harness": "dtsim-harness train mode (C++: kernels enqueued back to back, no host synchronisation)",
-                        "pytorch": "PyTorch 2.x eager DistributedDataParallel (torch.optim.SGD foreach, autocast for bf16)"}[a.framework],
+        "description": old.get("description", DESCRIPTIONS.get(a.framework, "")),
         "launch_overhead_s": l,
         "iteration_overhead_s": i,
         "sources": {
@@ -110,15 +102,11 @@ def main():
             "held_out_runs": os.path.relpath(a.runs) + "/*.json except the training runs",
         },
         "fit": {"training": summ(tr), "held_out": summ(ho)},
+        **carried,
     }
-    if KERNEL_FACTORS:
-        prof["kernel_time_factors"] = KERNEL_FACTORS
-        prof["sources"]["kernel_time_factors"] = old_sources.get("kernel_time_factors", "")
-    if DDP_COPY:
-        prof["ddp_gradient_copy"] = True
-    if HOST_COSTS:
-        prof["host_cost_s"] = HOST_COSTS
-        prof["sources"]["host_cost_s"] = old_sources.get("host_cost_s", "")
+    # Notes on the carried fields (e.g. sources.kernel_time_factors) stay with them.
+    for k, v in old_sources.items():
+        prof["sources"].setdefault(k, v)
     with open(a.out, "w") as f:
         json.dump(prof, f, indent=2)
         f.write("\n")
