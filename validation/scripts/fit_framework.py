@@ -12,6 +12,8 @@ printed, and the profile is written with the fit and the runs used under "source
 """
 import argparse, glob, json, os, statistics, subprocess, sys, tempfile
 
+from profile_io import write_profile
+
 
 # What the fit sets; every other field of an existing profile (kernel_time_factors, host_cost_s,
 # ddp_gradient_copy, ... written by the other scripts) is carried into the fit and the written profile.
@@ -107,9 +109,7 @@ def main():
     # Notes on the carried fields (e.g. sources.kernel_time_factors) stay with them.
     for k, v in old_sources.items():
         prof["sources"].setdefault(k, v)
-    with open(a.out, "w") as f:
-        json.dump(prof, f, indent=2)
-        f.write("\n")
+    write_profile(a.out, prof)
     print(json.dumps(prof["fit"]), "launch", l, "iteration", i)
 
 

@@ -18,6 +18,8 @@ run of the same model; the mean ratio becomes sgd_update/update/fp32.
 """
 import argparse, collections, csv, json, os
 
+from profile_io import set_profile_field
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -57,16 +59,10 @@ def main():
     if sgd:
         factors["sgd_update/update/fp32"] = round(sum(sgd) / len(sgd), 3)
         shapes["sgd_update/update/fp32"] = f"{len(sgd)} profiled runs ({', '.join(a.sgd)})"
-    with open(a.profile) as f:
-        prof = json.load(f)
-    prof["kernel_time_factors"] = factors
-    prof.setdefault("sources", {})["kernel_time_factors"] = (
+    set_profile_field(a.profile, "kernel_time_factors", factors, (
         f"{a.data}: PyTorch's time over the harness's for the same shapes, summed per key "
         f"(validation/scripts/framework_kernel_factors.py; shapes whose harness time is at least "
-        f"{a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes}); shapes per key: {shapes}")
-    with open(a.profile, "w") as f:
-        json.dump(prof, f, indent=2)
-        f.write("\n")
+        f"{a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes}); shapes per key: {shapes}"))
     for key, v in factors.items():
         print(f"{key:28s} {v:6.3f}  ({shapes[key]} shapes)")
 

@@ -20,6 +20,8 @@ Several measurement files are averaged. Writes `host_cost_s` into the profile (o
 """
 import argparse, json, statistics
 
+from profile_io import set_profile_field
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -54,17 +56,11 @@ def main():
     t["sgd_update/update/fp32"] = statistics.mean(
         statistics.mean(cost(l, m, "step") for m in ("fp32", "bf16")) for l in ("conv", "conv_bias", "batchnorm", "linear"))
     t = {k: float(f"{max(v, 0.0):.3g}") for k, v in sorted(t.items())}
-    with open(a.profile) as f:
-        prof = json.load(f)
-    prof["host_cost_s"] = t
     prov = runs[0].get("provenance", {})
-    prof.setdefault("sources", {})["host_cost_s"] = (
+    set_profile_field(a.profile, "host_cost_s", t, (
         "measured per layer type by validation/pytorch/host_costs.py (" + runs[0].get("method", "") + "), "
         f"{len(runs)} runs averaged ({', '.join(a.files)}); {prov.get('gpu', '?')}, torch {prov.get('torch', '?')}, "
-        f"{prov.get('date_utc', '?')}; put on dtsim's kernels by validation/scripts/host_cost_profile.py")
-    with open(a.profile, "w") as f:
-        json.dump(prof, f, indent=2)
-        f.write("\n")
+        f"{prov.get('date_utc', '?')}; put on dtsim's kernels by validation/scripts/host_cost_profile.py"))
     for k, v in t.items():
         print(f"{k:32s} {v * 1e6:7.1f} us")
 
