@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <set>
 
 #include "common/error.hpp"
 #include "kernels_mlp/features.hpp"
@@ -17,12 +16,6 @@ namespace dtsim::mlp {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Kernel variants live as long as the program: KernelDesc holds a plain pointer.
-const char* intern(const std::string& s) {
-  static std::set<std::string> pool;
-  return pool.insert(s).first->c_str();
-}
 
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> cells(1);
@@ -117,12 +110,12 @@ bool kernel_from_row(const Row& r, KernelDesc& k) {
       break;
     case KernelKind::Activation:
       s = {r.integer("elements")};
-      k.variant = intern(r.str("op"));
+      k.variant = intern_variant(r.str("op"));
       break;
     case KernelKind::Pool: {
       int i = 0;
       for (const char* f : kernel_shape_fields(k.kind)) s[i++] = r.integer(f);
-      k.variant = intern(r.str("mode"));
+      k.variant = intern_variant(r.str("mode"));
       break;
     }
     case KernelKind::Add:

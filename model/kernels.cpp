@@ -1,5 +1,8 @@
 #include "model/kernels.hpp"
 
+#include <mutex>
+#include <set>
+
 #include "common/error.hpp"
 
 namespace dtsim {
@@ -10,6 +13,13 @@ Precision parse_precision(const std::string& s) {
   if (s == "bf16") return Precision::BF16;
   if (s == "fp16") return Precision::FP16;
   throw InputError("--precision", "unknown precision '" + s + "' (fp32, tf32, bf16, fp16)");
+}
+
+const char* intern_variant(const std::string& name) {
+  static std::mutex mu;
+  static std::set<std::string> names;  // set nodes never move: their c_str() stays valid
+  std::lock_guard<std::mutex> lock(mu);
+  return names.insert(name).first->c_str();
 }
 
 const char* precision_name(Precision p) {
@@ -259,10 +269,12 @@ struct Lowering {
         fw.push_back(make(KernelKind::BatchNorm, Pass::Fwd, vm, li, {n, x.c, x.h, x.w}));
         bw.push_back(make(KernelKind::BatchNorm, Pass::Bwd, vm, li, {n, x.c, x.h, x.w}));
         break;
-      case Op::Activation:
-        fw.push_back(make(KernelKind::Activation, Pass::Fwd, vm, li, {in_el}, l.activation.c_str()));
-        bw.push_back(make(KernelKind::Activation, Pass::Bwd, vm, li, {in_el}, l.activation.c_str()));
+      case Op::Activation: {
+        const char* act = intern_variant(l.activation);
+        fw.push_back(make(KernelKind::Activation, Pass::Fwd, vm, li, {in_el}, act));
+        bw.push_back(make(KernelKind::Activation, Pass::Bwd, vm, li, {in_el}, act));
         break;
+      }
       case Op::MaxPool2d:
       case Op::AvgPool2d:
       case Op::AdaptiveAvgPool2d: {
@@ -308,8 +320,8 @@ struct Lowering {
         // the output's gradient and writes the inputs' gradients.
         int64_t in_all = 0;
         for (const auto& s : l.in) in_all += n * s.elements();
-        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {in_all, out_el}, l.source_op.c_str()));
-        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, in_all}, l.source_op.c_str()));
+        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {in_all, out_el}, intern_variant(l.source_op)));
+        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, in_all}, intern_variant(l.source_op)));
         break;
       }
       case Op::SoftmaxCrossEntropy:

@@ -45,10 +45,15 @@ struct KernelDesc {
   MathMode math;
   int layer;  // index into Graph::layers; -1 for the optimizer's kernels
   std::array<int64_t, kMaxShapeFields> shape{};
-  const char* variant = "";  // pool: max or avg; activation: relu, relu6, ...
+  // pool: max or avg; activation: relu, relu6, ...; a string literal or intern_variant()'s, which live
+  // as long as the program (never a pointer into a Graph or another object that may go away).
+  const char* variant = "";
   double flops = 0;
   double bytes = 0;
 };
+
+// A program-lifetime copy of a variant name (thread-safe), for KernelDesc::variant.
+const char* intern_variant(const std::string& name);
 
 // Bytes per element of the tensors a kernel of this math mode reads and writes.
 int element_bytes(MathMode m);
