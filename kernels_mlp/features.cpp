@@ -126,8 +126,13 @@ static void conv_pass_features(const KernelDesc& k, int sm_count, const Baseline
 const std::vector<std::string>& extra_feature_names(KernelKind kind) {
   static const std::vector<std::string> conv = {"c_pow2", "k_pow2", "hw_pow2", "pq_pow2", "nhw_pow2", "npq_pow2",
                                                 "pass_m_pow2", "pass_n_pow2", "pass_k_pow2"};
+  // A GEMM's M, N, K alignment, its tiles and last-wave fill for the tile shapes of cuBLAS's Hopper
+  // kernels (as the convolutions' pass features), and the three matrices' bytes.
+  static const std::vector<std::string> gemm = {"m_pow2", "n_pow2", "k_pow2", "tiles_64x64", "fill_64x64",
+                                                "tiles_128x64", "fill_128x64", "tiles_256x128", "fill_256x128",
+                                                "a_bytes", "b_bytes", "c_bytes", "compute_over_memory"};
   static const std::vector<std::string> none;
-  return kind == KernelKind::Conv2d ? conv : none;
+  return kind == KernelKind::Conv2d ? conv : kind == KernelKind::Gemm ? gemm : none;
 }
 
 // log2 of the largest power of two dividing v, at most 7 (128): vector widths and tile alignment.
@@ -149,12 +154,31 @@ static void conv_extra_features(const KernelDesc& k, std::vector<double>& out) {
   for (double v : {c / g, kk / g, h * w, p * q, n * h * w, n * p * q, gm, gn, gk}) out.push_back(pow2_align(v));
 }
 
+static void gemm_extra_features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
+  const double m = static_cast<double>(k.shape[0]), n = static_cast<double>(k.shape[1]),
+               kk = static_cast<double>(k.shape[2]);
+  for (double v : {m, n, kk}) out.push_back(pow2_align(v));
+  static const double kTiles[3][2] = {{64, 64}, {128, 64}, {256, 128}};
+  for (const auto& t : kTiles) {
+    double tiles = std::ceil(m / t[0]) * std::ceil(n / t[1]);
+    double waves = tiles / std::max(sm_count, 1);
+    out.push_back(lg(tiles));
+    out.push_back(waves - std::floor(waves));
+  }
+  const double eb = element_bytes(k.math);
+  out.push_back(lg(m * kk * eb));
+  out.push_back(lg(kk * n * eb));
+  out.push_back(lg(m * n * eb));
+  out.push_back(std::log2((base.compute_s(k) + 1e-9) / (base.memory_s(k) + 1e-9)));
+}
+
 void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out, bool extended) {
   kind_features(k, sm_count, out);
   if (k.kind == KernelKind::Conv2d) conv_pass_features(k, sm_count, base, out);
   out.push_back(std::log2(base.compute_s(k) * 1e6 + 1e-3));
   out.push_back(std::log2(base.memory_s(k) * 1e6 + 1e-3));
   if (extended && k.kind == KernelKind::Conv2d) conv_extra_features(k, out);
+  if (extended && k.kind == KernelKind::Gemm) gemm_extra_features(k, sm_count, base, out);
 }
 
 static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out) {
