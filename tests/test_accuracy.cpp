@@ -49,7 +49,7 @@ TEST_CASE("accuracy: H100 harness runs within the issue's 5% mean error") {
   INFO("runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
   CHECK(s.n == 54);
   CHECK(s.mean <= 0.05);
-  CHECK(s.max <= 0.16);  // reached: 14.4% (resnet50 b16 bf16 on 2 GPUs, measured faster than on 1)
+  CHECK(s.max <= 0.16);  // reached: 15.5% (alexnet b64 bf16 on 4 GPUs; resnet50 b16 bf16 on 2 GPUs 13.9%)
 }
 
 TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets not met yet)") {
@@ -59,8 +59,8 @@ TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets no
     const char* folder;
     double mean, median;
   };
-  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.13, 0.08}, Set{"validation/data/h200-sxm/runs", 0.10, 0.06},
-                         Set{"validation/data/h200-sxm/pytorch", 0.18, 0.17}}) {
+  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.12, 0.075}, Set{"validation/data/h200-sxm/runs", 0.10, 0.062},
+                         Set{"validation/data/h200-sxm/pytorch", 0.17, 0.155}}) {
     Stats s = abs_errors(validate_folder(set.folder));
     INFO(set.folder << ": runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n > 30);
