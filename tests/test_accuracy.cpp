@@ -49,7 +49,7 @@ TEST_CASE("accuracy: H100 harness runs within the issue's 5% mean error") {
   INFO("runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
   CHECK(s.n == 54);
   CHECK(s.mean <= 0.05);
-  CHECK(s.max <= 0.16);  // reached: 15.5% (alexnet b64 bf16 on 4 GPUs; resnet50 b16 bf16 on 2 GPUs 13.9%)
+  CHECK(s.max <= 0.16);  // reached: 15.5% (alexnet b64 bf16 on 4 GPUs; resnet50 b16 bf16 on 2 GPUs 14.4%)
 }
 
 TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets not met yet)") {
