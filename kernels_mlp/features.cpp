@@ -91,26 +91,44 @@ const std::vector<std::string>& feature_names(KernelKind kind) {
 
 static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out);
 
-// A convolution's view as the implicit GEMM its pass runs, tiled for several tile shapes.
-static void conv_pass_features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
-  const auto& s = k.shape;
+// A convolution's output size and the implicit GEMM its pass runs (per group): fwd M = N*P*Q,
+// N = K/g, K = C/g*R*S; bwd_data M = N*H*W, N = C/g, K = K/g*R*S; bwd_filter M = K/g, N = C/g*R*S, K = N*P*Q.
+struct ConvGemm {
+  double p, q, m, n, k;
+};
+static ConvGemm conv_gemm(const KernelDesc& kd) {
+  const auto& s = kd.shape;
   const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], r = s[5], sw = s[6], g = static_cast<double>(s[13]);
   const double p = static_cast<double>((s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1);
   const double q = static_cast<double>((s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1);
-  double gm = n * p * q, gn = kk / g, gk = c / g * r * sw;  // fwd
-  if (k.pass == Pass::BwdData) gm = n * h * w, gn = c / g, gk = kk / g * r * sw;
-  else if (k.pass == Pass::BwdFilter) gm = kk / g, gn = c / g * r * sw, gk = n * p * q;
-  out.push_back(lg(gm));
-  out.push_back(lg(gn));
-  out.push_back(lg(gk));
-  static const double kTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {256, 128}};
-  for (const auto& t : kTiles) {
-    const double tm = t[0], tn = t[1];
-    double tiles = std::ceil(gm / tm) * std::ceil(gn / tn) * g;
+  if (kd.pass == Pass::BwdData) return {p, q, n * h * w, c / g, kk / g * r * sw};
+  if (kd.pass == Pass::BwdFilter) return {p, q, kk / g, c / g * r * sw, n * p * q};
+  return {p, q, n * p * q, kk / g, c / g * r * sw};
+}
+
+// log2 of the output tiles of an M x N GEMM (times `batch` independent ones) and the fill of the last
+// wave over the SMs, for each tile shape.
+template <size_t T>
+static void tile_waves(double m, double n, double batch, const double (&tiles_mn)[T][2], int sm_count, std::vector<double>& out) {
+  for (const auto& t : tiles_mn) {
+    double tiles = std::ceil(m / t[0]) * std::ceil(n / t[1]) * batch;
     double waves = tiles / std::max(sm_count, 1);
     out.push_back(lg(tiles));
     out.push_back(waves - std::floor(waves));
   }
+}
+
+// A convolution's view as the implicit GEMM its pass runs, tiled for several tile shapes.
+static void conv_pass_features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], r = s[5], sw = s[6], g = static_cast<double>(s[13]);
+  const ConvGemm cg = conv_gemm(k);
+  const double p = cg.p, q = cg.q;
+  out.push_back(lg(cg.m));
+  out.push_back(lg(cg.n));
+  out.push_back(lg(cg.k));
+  static const double kTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {256, 128}};
+  tile_waves(cg.m, cg.n, g, kTiles, sm_count, out);
   const double eb = element_bytes(k.math);
   out.push_back(lg(n * c * h * w * eb));
   out.push_back(lg(n * kk * p * q * eb));
@@ -145,13 +163,10 @@ static double pow2_align(double v) {
 
 static void conv_extra_features(const KernelDesc& k, std::vector<double>& out) {
   const auto& s = k.shape;
-  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], r = s[5], sw = s[6], g = static_cast<double>(s[13]);
-  const double p = static_cast<double>((s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1);
-  const double q = static_cast<double>((s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1);
-  double gm = n * p * q, gn = kk / g, gk = c / g * r * sw;
-  if (k.pass == Pass::BwdData) gm = n * h * w, gn = c / g, gk = kk / g * r * sw;
-  else if (k.pass == Pass::BwdFilter) gm = kk / g, gn = c / g * r * sw, gk = n * p * q;
-  for (double v : {c / g, kk / g, h * w, p * q, n * h * w, n * p * q, gm, gn, gk}) out.push_back(pow2_align(v));
+  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], g = static_cast<double>(s[13]);
+  const ConvGemm cg = conv_gemm(k);
+  const double p = cg.p, q = cg.q;
+  for (double v : {c / g, kk / g, h * w, p * q, n * h * w, n * p * q, cg.m, cg.n, cg.k}) out.push_back(pow2_align(v));
 }
 
 static void gemm_extra_features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
@@ -159,12 +174,7 @@ static void gemm_extra_features(const KernelDesc& k, int sm_count, const Baselin
                kk = static_cast<double>(k.shape[2]);
   for (double v : {m, n, kk}) out.push_back(pow2_align(v));
   static const double kTiles[3][2] = {{64, 64}, {128, 64}, {256, 128}};
-  for (const auto& t : kTiles) {
-    double tiles = std::ceil(m / t[0]) * std::ceil(n / t[1]);
-    double waves = tiles / std::max(sm_count, 1);
-    out.push_back(lg(tiles));
-    out.push_back(waves - std::floor(waves));
-  }
+  tile_waves(m, n, 1, kTiles, sm_count, out);
   const double eb = element_bytes(k.math);
   out.push_back(lg(m * kk * eb));
   out.push_back(lg(kk * n * eb));

@@ -336,7 +336,7 @@ int run(int argc, char** argv) {
                  "predictor input (folded into each exported MLP)");
   app.add_flag("--extra-features", opt.extra_features,
                "Also give the MLPs the optional features (convolutions: power-of-two alignment of channels, spatial sizes "
-               "and the pass's implicit GEMM)");
+               "and the pass's implicit GEMM; GEMMs: alignment of M, N, K, tiles for more tile shapes, matrix bytes)");
   app.add_option("--batch", opt.batch, "Minibatch rows")->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_option("--lr", opt.lr, "Peak Adam learning rate (cosine decay)")->check(CLI::Range(1e-6, 1.0))->capture_default_str();
   app.add_option("--ensemble", opt.ensemble, "MLPs per predictor, averaged in log space (packed into one MLP)")
