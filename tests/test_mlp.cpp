@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -146,6 +148,30 @@ TEST_CASE("MLP inference: known weights, written and read back") {
   CHECK(on_h200.time(uncovered).seconds == Approx(RooflineModel(h200).time(uncovered).seconds));
   ::unsetenv("DTSIM_PREDICTOR_DIR");
   fs::remove_all(root);
+}
+
+TEST_CASE("features: a GEMM's optional features are its alignment, tiles and matrix sizes") {
+  GpuSpec gpu = load_gpu("h100-sxm");
+  Baseline base = baseline_of(gpu);
+  KernelDesc k{KernelKind::Gemm, Pass::Fwd, MathMode::FP32, 0, {64, 1000, 2048, 0, 1}, "", 0, 0};
+  set_cost(k);
+  std::vector<double> f;
+  features(k, gpu.sm_count, base, f, true);
+  const auto& names = extra_feature_names(KernelKind::Gemm);
+  REQUIRE(f.size() == feature_names(KernelKind::Gemm).size() + names.size());
+  auto at = [&](const std::string& name) {
+    auto it = std::find(names.begin(), names.end(), name);
+    REQUIRE(it != names.end());
+    return f[feature_names(KernelKind::Gemm).size() + (it - names.begin())];
+  };
+  CHECK(at("m_pow2") == 6);   // 64
+  CHECK(at("n_pow2") == 3);   // 1000 = 8 x 125
+  CHECK(at("k_pow2") == 7);   // 2048, capped at 128
+  CHECK(at("tiles_64x64") == Approx(4));  // 1 x 16 tiles
+  CHECK(at("fill_64x64") == Approx(16.0 / gpu.sm_count));
+  CHECK(at("tiles_256x128") == Approx(std::log2(8.0)));  // 1 x 8 tiles (M padded up to one 256-row tile)
+  CHECK(at("a_bytes") == Approx(std::log2(64.0 * 2048 * 4)));
+  CHECK(at("c_bytes") == Approx(std::log2(64.0 * 1000 * 4)));
 }
 
 TEST_CASE("MLP inference: a predictor trained with the optional features sees them") {
