@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
