@@ -19,12 +19,37 @@ void Mlp::predict_log_ratio(const Eigen::MatrixXf& raw, Eigen::VectorXf& log_rat
   // Rows are kernels. Normalise, then affine + ReLU through the hidden layers, affine out.
   Eigen::MatrixXf h = (raw.rowwise() - feature_mean.transpose()).array().rowwise() / feature_std.transpose().array();
   for (size_t l = 0; l < weights.size(); ++l) {
-    Eigen::MatrixXf z = h * weights[l].transpose();
+    const auto& w = weights[l];
+    const int nb = l < diagonal_blocks.size() ? diagonal_blocks[l] : 1;
+    Eigen::MatrixXf z(h.rows(), w.rows());
+    if (nb <= 1) {
+      z.noalias() = h * w.transpose();
+    } else {
+      const Eigen::Index bo = w.rows() / nb, bi = w.cols() / nb;
+      for (Eigen::Index b = 0; b < nb; ++b)
+        z.middleCols(b * bo, bo).noalias() = h.middleCols(b * bi, bi) * w.block(b * bo, b * bi, bo, bi).transpose();
+    }
     z.rowwise() += biases[l].transpose();
     if (l + 1 < weights.size()) z = z.cwiseMax(0.0f);
     h = std::move(z);
   }
   log_ratio = (h.col(0).array() * target_std + target_mean).matrix();
+}
+
+int diagonal_block_count(const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& w) {
+  for (Eigen::Index e = 16; e >= 2; --e) {
+    if (w.rows() % e || w.cols() % e) continue;
+    const Eigen::Index bo = w.rows() / e, bi = w.cols() / e;
+    bool zero_outside = true;
+    for (Eigen::Index r = 0; r < w.rows() && zero_outside; ++r)
+      for (Eigen::Index c = 0; c < w.cols(); ++c)
+        if (r / bo != c / bi && w(r, c) != 0.0f) {
+          zero_outside = false;
+          break;
+        }
+    if (zero_outside) return static_cast<int>(e);
+  }
+  return 1;
 }
 
 const Mlp* PredictorSet::find(const std::string& key) const {
@@ -113,6 +138,7 @@ PredictorSet load_predictors(const std::string& dir) {
           for (int c = 0; c < in; ++c) w(r, c) = weight(off++);
         Eigen::VectorXf b(out);
         for (int r = 0; r < out; ++r) b(r) = weight(off++);
+        m.diagonal_blocks.push_back(diagonal_block_count(w));
         m.weights.push_back(std::move(w));
         m.biases.push_back(std::move(b));
       }

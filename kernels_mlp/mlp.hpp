@@ -24,6 +24,10 @@ struct Mlp {
   float target_mean = 0, target_std = 1;  // of log(measured seconds / baseline seconds)
   std::vector<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> weights;  // [out x in]
   std::vector<Eigen::VectorXf> biases;
+  // Per layer, how many equal blocks on the diagonal its weight matrix is (1: dense). An ensemble
+  // packed into one MLP (trainer --ensemble E) has E independent members, so every layer between
+  // two hidden layers is block-diagonal; inference multiplies the blocks alone (found at load).
+  std::vector<int> diagonal_blocks;
   Json heldout;  // the error the trainer measured: rows, mape, median_ape, max_ape
 
   // log(seconds / baseline) for each row of raw (unnormalised) features.
@@ -42,6 +46,9 @@ struct PredictorSet {
   // Seconds on the measured GPU for every kernel a predictor covers; NaN for the others.
   void predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds) const;
 };
+
+// The largest E <= 16 dividing both sides of w such that w is zero outside E equal diagonal blocks.
+int diagonal_block_count(const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& w);
 
 // Reads a predictor folder; InputError naming the file on anything malformed.
 PredictorSet load_predictors(const std::string& dir);

@@ -149,6 +149,42 @@ TEST_CASE("MLP inference: known weights, written and read back") {
   fs::remove_all(root);
 }
 
+TEST_CASE("MLP inference: a packed ensemble's block-diagonal layers give what the dense product gives") {
+  // Two members of 3 -> 2 -> 2 -> 1 packed as 3 -> 4 -> 4 -> 1: the middle layer is two 2 x 2 blocks.
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Mlp m;
+  m.feature_mean = Eigen::VectorXf::Zero(3);
+  m.feature_std = Eigen::VectorXf::Ones(3);
+  RowMat w0(4, 3), w1(4, 4), w2(1, 4);
+  w0 << 0.5f, -1.0f, 0.25f, 1.0f, 0.5f, -0.5f, -0.25f, 1.0f, 0.75f, 0.3f, 0.2f, 0.1f;
+  w1 << 1.0f, -2.0f, 0, 0, 0.5f, 1.5f, 0, 0, 0, 0, -1.0f, 0.75f, 0, 0, 2.0f, 0.25f;
+  w2 << 0.5f, 0.25f, -0.5f, 0.125f;
+  m.weights = {w0, w1, w2};
+  m.biases = {Eigen::VectorXf::Constant(4, 0.1f), Eigen::VectorXf::Constant(4, -0.2f), Eigen::VectorXf::Constant(1, 0.3f)};
+  CHECK(diagonal_block_count(w0) == 1);  // the first layer sees every feature
+  CHECK(diagonal_block_count(w1) == 2);
+  CHECK(diagonal_block_count(w2) == 1);
+  RowMat dense_w1 = w1;
+  dense_w1(0, 3) = 1e-3f;  // one entry outside the blocks makes it dense
+  CHECK(diagonal_block_count(dense_w1) == 1);
+
+  Eigen::MatrixXf x(3, 3);
+  x << 1, 2, 3, -1, 0.5f, 2, 4, -3, 0.25f;
+  Eigen::VectorXf dense, blocked;
+  m.predict_log_ratio(x, dense);  // no block counts: dense products
+  m.diagonal_blocks = {1, 2, 1};
+  m.predict_log_ratio(x, blocked);
+  REQUIRE(blocked.size() == 3);
+  for (Eigen::Index r = 0; r < 3; ++r) {
+    // By hand for the first row: h0 = relu(w0 x + 0.1), h1 = relu(w1 h0 - 0.2), out = w2 h1 + 0.3.
+    Eigen::VectorXf h0 = (w0 * x.row(r).transpose() + Eigen::VectorXf::Constant(4, 0.1f)).cwiseMax(0.0f);
+    Eigen::VectorXf h1 = (w1 * h0 + Eigen::VectorXf::Constant(4, -0.2f)).cwiseMax(0.0f);
+    const float want = (w2 * h1)(0) + 0.3f;
+    CHECK(dense(r) == Approx(want).epsilon(1e-6));
+    CHECK(blocked(r) == Approx(want).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("features: a GEMM's optional features are its alignment, tiles and matrix sizes") {
   GpuSpec gpu = load_gpu("h100-sxm");
   Baseline base = baseline_of(gpu);
