@@ -11,6 +11,11 @@ are listed (with their hashes) so that tests/test_pretrained.cpp can re-check ev
 import argparse, json, os, struct, sys, tempfile
 
 
+def kinds_of(manifest):
+    """Kernel kinds a trainer folder's predictors cover (conv2d, gemm, ...)."""
+    return {p["key"].split("/")[0] for p in manifest["predictors"]}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -37,10 +42,21 @@ def main():
             p = dict(p)
             p["weights_offset"] += offset
             p.setdefault("trained_with", m["trained_with"])
+            p["_folder"] = folder
             by_key[p["key"]] = p
         for d in m["data"]:
+            # A data file re-measured since an earlier folder was trained: the later folder's hash
+            # stands, and every predictor trained on the older version must be replaced here too.
+            older = [e for e in merged["data"] if e["file"] == d["file"] and e != d]
+            merged["data"] = [e for e in merged["data"] if e not in older]
+            if older:
+                stale = [k for k, q in by_key.items() if q.get("_folder") != folder and q["key"].split("/")[0] in kinds_of(m)]
+                if stale:
+                    sys.exit(f"{folder}: {d['file']} changed since {', '.join(stale)} were trained, and {folder} does not replace them")
             if d not in merged["data"]:
                 merged["data"].append(d)
+    for p in by_key.values():
+        p.pop("_folder")
     merged["predictors"] = [by_key[k] for k in sorted(by_key)]
     merged["trained_with"] = "per predictor (kernels_mlp/train/merge_predictors.py)"
     # Keep only the weights still referenced, in key order, so the shipped file has no dead bytes.
