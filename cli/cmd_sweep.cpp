@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -8,6 +9,7 @@
 #include "common/plot.hpp"
 #include "common/progress.hpp"
 #include "model/framework.hpp"
+#include "roofline/compute_model.hpp"
 #include "model/model_json.hpp"
 #include "network/collective.hpp"
 #include "model/report.hpp"
@@ -127,6 +129,10 @@ class SweepCommand : public Command {
       if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
       s.cluster_nodes = cluster_nodes_;
     }
+    s.compute_model = flags_.compute_model;
+    const auto names = compute_model_names();  // fails early, naming --compute-model
+    if (std::find(names.begin(), names.end(), s.compute_model) == names.end())
+      make_compute_model(s.compute_model, GpuSpec{});  // throws the one-line error listing the names
     s.strategy = flags_.strategy;
     s.strategy_params = flags_.strategy_params;
     make_strategy(s.strategy);  // fails early, naming --strategy

@@ -254,6 +254,7 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
   if (s.cluster_nodes) base.nodes = static_cast<int>(*s.cluster_nodes);
   TrainingConfig cfg;
   cfg.precision = parse_precision(s.precision);
+  cfg.compute_model = s.compute_model;
   if (s.algo) cfg.algo = *s.algo;
   cfg.overlap = s.overlap;
   cfg.strategy = s.strategy;

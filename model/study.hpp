@@ -57,6 +57,7 @@ struct SweepSpec {
   std::string precision = "fp32";
   std::optional<std::string> algo;  // TrainingConfig's default unless given
   std::optional<bool> overlap;
+  std::string compute_model = "auto";  // --compute-model (not a sweep-file field)
   std::string strategy = "dp";  // --strategy (not a sweep-file field)
   StrategyParams strategy_params;
   std::vector<int64_t> batches;

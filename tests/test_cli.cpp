@@ -89,6 +89,25 @@ TEST_CASE("cli: sweep gives one row per configuration") {
   CHECK(lines(table.out.substr(0, table.out.find("\nVerdict\n"))) == 1 + 2 + 4);
 }
 
+TEST_CASE("cli: sweep prices kernels with the compute model it is given, as predict does") {
+  // --compute-model was once accepted by sweep and ignored (every row used auto).
+  for (const char* model : {"roofline", "auto"}) {
+    auto s = dtsim_cli(std::string("sweep --model resnet50 --gpus 1,8 --batch-per-gpu 32 --format json --compute-model ") + model);
+    auto p = dtsim_cli(std::string("predict --model resnet50 --gpus 8 --batch-per-gpu 32 --format json --compute-model ") + model);
+    REQUIRE(s.code == 0);
+    REQUIRE(p.code == 0);
+    Json rows = Json::parse(s.out), one = Json::parse(p.out);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[1]["iteration_s"].get<double>() == Approx(one["iteration_s"].get<double>()).epsilon(1e-9));
+  }
+  auto roof = Json::parse(dtsim_cli("sweep --model resnet50 --gpus 1 --batch-per-gpu 32 --format json --compute-model roofline").out);
+  auto mlp = Json::parse(dtsim_cli("sweep --model resnet50 --gpus 1 --batch-per-gpu 32 --format json --compute-model auto").out);
+  CHECK(roof[0]["iteration_s"].get<double>() != Approx(mlp[0]["iteration_s"].get<double>()).epsilon(0.01));
+  auto bad = dtsim_cli("sweep --model resnet50 --gpus 1 --batch-per-gpu 32 --compute-model fastest");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--compute-model") != std::string::npos);
+}
+
 TEST_CASE("cli: collective --format json rows") {
   auto r = dtsim_cli("collective --op allreduce --bytes 0,4K,1M,1G --gpus 8 --cluster h100-sxm --format json");
   REQUIRE(r.code == 0);
