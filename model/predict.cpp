@@ -65,16 +65,16 @@ class FrameworkKernels : public ComputeModel {
   FrameworkSpec fw_;
 };
 
-std::unique_ptr<ComputeModel> framework_compute_model(const std::string& name, const ClusterSpec& c) {
+}  // namespace
+
+std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c) {
   auto m = make_compute_model(name, c.gpu);
   if (c.framework.kernel_time_factors.empty()) return m;
   return std::make_unique<FrameworkKernels>(std::move(m), c.framework);
 }
 
-}  // namespace
-
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch) {
-  auto compute = framework_compute_model(cfg.compute_model, c);
+  auto compute = cluster_compute_model(cfg.compute_model, c);
   auto algo = make_collective_algorithm(cfg.algo);
   TrainingConfig one = cfg;
   one.record_kernels = false;
@@ -85,7 +85,9 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   if (cfg.batch_per_gpu < 1 || cfg.batch_per_gpu > kMaxBatchPerGpu)
     throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(cfg.batch_per_gpu));
   const Placement where = place(c, cfg.gpus);
-  auto compute = framework_compute_model(cfg.compute_model, c);
+  // One model for the step and its 1-GPU baseline, which share their kernels: priced once.
+  std::shared_ptr<const ComputeModel> compute = cfg.compute;
+  if (!compute) compute = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, c), 4);
   auto algo = make_collective_algorithm(cfg.algo);
   auto strategy = make_strategy(cfg.strategy);
   check_strategy_params(strategy->name(), cfg.strategy_params);

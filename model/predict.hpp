@@ -2,6 +2,7 @@
 // One prediction: a model, a cluster and a training configuration in; iteration time, its
 // breakdown, throughput, weak-scaling efficiency and the bottleneck out.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "model/strategy.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
+#include "roofline/compute_model.hpp"
 
 namespace dtsim {
 
@@ -21,6 +23,9 @@ struct TrainingConfig {
   Precision precision = Precision::FP32;
   std::string algo = "auto";  // NCCL's own choice per bucket (network/impl/nccl.hpp)
   std::string compute_model = "auto";
+  // A kernel-time model built once for many predictions on one cluster (run_sweep shares a
+  // RememberingComputeModel across GPU counts); when null, predict builds one from compute_model.
+  std::shared_ptr<const ComputeModel> compute;
   std::optional<bool> overlap;  // the framework's setting unless given
   bool record_kernels = false;
   std::string strategy = "dp";  // model/strategy.hpp: dp, hierarchical, daso, easgd-*, ps, grid
@@ -48,6 +53,10 @@ struct Prediction {
 
 // Checks the configuration (InputError naming the flag) and predicts it.
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg);
+
+// The kernel-time model predict uses on cluster c: `name` (auto, mlp, roofline) as c's framework
+// sees it (kernels it implements itself scaled by their measured ratios).
+std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c);
 
 // One GPU's step at `batch` samples, without communication (a strategy's local step, a grid column).
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch);

@@ -296,10 +296,15 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
         if (std::find(res.notes.begin(), res.notes.end(), note) == res.notes.end()) res.notes.push_back(note);
     }
   }
+  // Kernel times depend on the model, the batch size and the what-if's GPU, not on the GPU count:
+  // one remembering model per what-if prices each (model, batch) once for all of its GPU counts.
+  std::vector<std::shared_ptr<const ComputeModel>> computes;
+  for (const ClusterSpec& c : clusters) computes.push_back(std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, c)));
   for (size_t mi = 0; mi < s.models.size(); ++mi) {
     for (size_t wi = 0; wi < s.what_ifs.size(); ++wi)
       for (size_t bi = 0; bi < s.batches.size(); ++bi)
         for (int64_t n : s.gpus) {
+          cfg.compute = computes[wi];
           const Graph& g = graphs[mi][bi];
           cfg.batch_per_gpu = s.batches[bi];
           cfg.gpus = s.by_nodes ? n * clusters[wi].gpus_per_node : n;

@@ -1,7 +1,9 @@
 #pragma once
 // Compute models: predict one kernel's time on one GPU. Implementations live in roofline/impl/ and
 // kernels_mlp/ and are chosen by name.
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,30 @@ class ComputeModel {
     out.resize(ks.size());
     for (size_t i = 0; i < ks.size(); ++i) out[i] = time(ks[i]);
   }
+};
+
+// Remembers the times of the last few kernel lists it was asked for, so that predictions that share
+// their kernels (a sweep's GPU counts at one model and batch size, a prediction and its 1-GPU
+// baseline) price them once. Lists are compared field by field: a hit is the same kernels.
+class RememberingComputeModel : public ComputeModel {
+ public:
+  explicit RememberingComputeModel(std::unique_ptr<ComputeModel> inner, size_t lists = 8) : inner_(std::move(inner)), capacity_(lists) {}
+  std::string name() const override { return inner_->name(); }
+  std::string note() const override { return inner_->note(); }
+  KernelTime time(const KernelDesc& k) const override { return inner_->time(k); }
+  void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override;
+  size_t misses() const { return misses_; }  // lists priced by the inner model (for tests)
+
+ private:
+  struct Entry {
+    std::vector<KernelDesc> kernels;
+    std::vector<KernelTime> times;
+  };
+  std::unique_ptr<ComputeModel> inner_;
+  size_t capacity_;
+  mutable std::mutex mu_;
+  mutable std::deque<Entry> recent_;  // most recent first
+  mutable size_t misses_ = 0;
 };
 
 // "roofline", "mlp" (measured predictors, scaled by the roofline ratio to GPUs never measured) or

@@ -7,6 +7,7 @@
 #include "model/model_json.hpp"
 #include "model/predict.hpp"
 #include "model/study.hpp"
+#include "roofline/compute_model.hpp"
 #include "study_cli.hpp"
 
 using namespace dtsim;
@@ -105,6 +106,41 @@ TEST_CASE("sweep file: the shipped studies parse") {
     ++n;
   }
   CHECK(n >= 2);
+}
+
+TEST_CASE("sweep: kernel times priced once per model and batch, rows equal single predictions") {
+  // A counting model under the remembering one: how many kernel lists reach the inner model.
+  struct Counting : ComputeModel {
+    std::unique_ptr<ComputeModel> inner = make_compute_model("roofline", load_cluster("h100-sxm").gpu);
+    mutable int lists = 0;
+    std::string name() const override { return "counting"; }
+    KernelTime time(const KernelDesc& k) const override { return inner->time(k); }
+    void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override {
+      ++lists;
+      inner->times(ks, out);
+    }
+  };
+  auto counting = std::make_unique<Counting>();
+  const Counting& seen = *counting;
+  auto remembering = std::make_shared<RememberingComputeModel>(std::move(counting));
+  Graph g = load_model("resnet18");
+  ClusterSpec c = load_cluster("h100-sxm");
+  TrainingConfig cfg;
+  cfg.compute_model = "roofline";
+  cfg.batch_per_gpu = 16;
+  for (int64_t gpus : {1, 2, 8, 64}) {
+    cfg.gpus = gpus;
+    cfg.compute = nullptr;
+    const double alone = predict(g, c, cfg).iteration_s;
+    cfg.compute = remembering;
+    CHECK(predict(g, c, cfg).iteration_s == alone);
+  }
+  // Forward, backward and update lists, priced once for all four GPU counts and their baselines.
+  CHECK(seen.lists == 3);
+  CHECK(remembering->misses() == 3);
+  cfg.batch_per_gpu = 32;  // forward and backward kernels change with the batch; the optimizer's do not
+  predict(g, c, cfg);
+  CHECK(seen.lists == 5);
 }
 
 TEST_CASE("what-ifs change the cluster as asked") {
