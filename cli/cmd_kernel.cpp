@@ -10,6 +10,7 @@
 #include "common/output.hpp"
 #include "kernels_mlp/features.hpp"
 #include "kernels_mlp/mlp_model.hpp"
+#include "model/kernels.hpp"
 #include "roofline/compute_model.hpp"
 
 namespace dtsim::cli {
@@ -20,14 +21,16 @@ class KernelCommand : public Command {
   CLI::App* add(CLI::App& app) override {
     auto* c = app.add_subcommand("kernel", "Predict one kernel's time on a GPU");
     c->add_option("--gpu", gpu_, "GPU name (configs/gpus/NAME.json) or file")->required();
-    c->add_option("--kind", kind_, "conv2d, gemm, batchnorm, activation, pool, add, softmax_ce, sgd_update")->required();
+    c->add_option("--kind", kind_, "conv2d, gemm, batchnorm, activation, pool, add, softmax_ce, sgd_update, eltwise")->required();
     c->add_option("--pass", pass_, "fwd, bwd_data, bwd_filter (conv2d), bwd_weight (gemm), bwd, update")->required();
     c->add_option("--dtype", dtype_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16")->capture_default_str();
     c->add_option("--shape", shape_,
                   "Comma-separated NAME=VALUE: conv2d N,C,H,W,K,R,S,stride,pad,dil,groups; gemm M,N,K (C[MxN] = A[MxK] B[KxN]); batchnorm "
-                  "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add elements; softmax_ce N,classes; sgd_update params")
+                  "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add elements; softmax_ce N,classes; sgd_update params; eltwise read,written "
+                  "(elements)")
         ->required();
-    c->add_option("--variant", variant_, "activation: relu (default), relu6, ...; pool: max (default) or avg");
+    c->add_option("--variant", variant_, "activation: relu (default), relu6, ...; pool: max (default) or avg; eltwise: the lowering's name "
+                  "(bias_add, bias_grad, ...), which framework profiles key on");
     c->add_option("--compute-model", model_, "auto, mlp or roofline")->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
     return c;
@@ -57,7 +60,8 @@ class KernelCommand : public Command {
     static const std::map<std::string, KernelKind> kinds = {{"conv2d", KernelKind::Conv2d},   {"gemm", KernelKind::Gemm},
                                                             {"batchnorm", KernelKind::BatchNorm}, {"activation", KernelKind::Activation},
                                                             {"pool", KernelKind::Pool},       {"add", KernelKind::Add},
-                                                            {"softmax_ce", KernelKind::SoftmaxCE}, {"sgd_update", KernelKind::SgdUpdate}};
+                                                            {"softmax_ce", KernelKind::SoftmaxCE}, {"sgd_update", KernelKind::SgdUpdate},
+                                                            {"eltwise", KernelKind::Eltwise}};
     static const std::map<std::string, Pass> passes = {{"fwd", Pass::Fwd},           {"bwd_data", Pass::BwdData}, {"bwd_filter", Pass::BwdFilter},
                                                        {"bwd_weight", Pass::BwdWeight}, {"bwd", Pass::Bwd},          {"update", Pass::Update}};
     auto kit = kinds.find(kind_);
@@ -125,6 +129,10 @@ class KernelCommand : public Command {
       case KernelKind::Add: s = {get("elements"), get("inputs", 2)}; break;
       case KernelKind::SoftmaxCE: s = {get("N"), get("classes")}; break;
       case KernelKind::SgdUpdate: s = {get("params")}; break;
+      case KernelKind::Eltwise:
+        s = {get("read"), get("written")};
+        k.variant = intern_variant(variant_);
+        break;
       default:
         s = {get("elements")};
         static const std::set<std::string> acts = {"relu", "relu6", "sigmoid", "tanh", "silu", "gelu", "hardswish"};
