@@ -14,9 +14,11 @@
 
 #include "common/error.hpp"
 #include "model/framework.hpp"
+#include "model/kernels.hpp"
 #include "model/model_json.hpp"
 #include "model/predict.hpp"
 #include "model/validate.hpp"
+#include "roofline/compute_model.hpp"
 
 using namespace dtsim;
 namespace fs = std::filesystem;
@@ -78,6 +80,49 @@ TEST_CASE("framework profiles: the shipped files parse, with measured host costs
       Json::parse(head + R"("kernel_time_factors":{"conv2d/fwd/bf16":1.5},"host_cost_s":{"conv2d/fwd":0}})"), "f.json");
   CHECK(ok.kernel_time_factors.at("conv2d/fwd/bf16") == 1.5);
   CHECK(ok.host_cost_s.at("conv2d/fwd") == 0);
+}
+
+TEST_CASE("framework profiles: a kernel takes its most specific time factor") {
+  // A pooling window and an elementwise kernel's variant have keys of their own (PyTorch's native
+  // pooling is 0.8x to 4x cuDNN's depending on the window: configs/frameworks/pytorch.json);
+  // a kernel without one takes its kind/pass/math key, and one without either is unscaled.
+  ClusterSpec c = load_cluster("h100-sxm");
+  c.framework.kernel_time_factors = {{"pool/bwd/bf16/max", 3.0}, {"pool/bwd/bf16/max/k2s2p0", 2.0},
+                                     {"eltwise/fwd/bf16/bias_add", 5.0}};
+  auto plain = cluster_compute_model("roofline", load_cluster("h100-sxm"));
+  auto scaled = cluster_compute_model("roofline", c);
+  auto ratio = [&](KernelDesc k) {
+    set_cost(k);
+    return scaled->time(k).seconds / plain->time(k).seconds;
+  };
+  auto pool = [](int64_t r, int64_t stride, int64_t pad) {
+    const int64_t out = (56 + 2 * pad - r) / stride + 1;
+    return KernelDesc{KernelKind::Pool, Pass::Bwd, MathMode::BF16, 0, {32, 64, 56, 56, r, r, stride, pad, out, out}, "max", 0, 0};
+  };
+  CHECK(ratio(pool(2, 2, 0)) == Approx(2.0));
+  CHECK(ratio(pool(3, 2, 1)) == Approx(3.0));
+  KernelDesc fp32 = pool(2, 2, 0);
+  fp32.math = MathMode::FP32;
+  CHECK(ratio(fp32) == Approx(1.0));
+  CHECK(ratio(KernelDesc{KernelKind::Eltwise, Pass::Fwd, MathMode::BF16, 0, {1 << 20, 1 << 20}, "bias_add", 0, 0}) == Approx(5.0));
+  CHECK(ratio(KernelDesc{KernelKind::Eltwise, Pass::Fwd, MathMode::BF16, 0, {1 << 20, 1 << 20}, "mul", 0, 0}) == Approx(1.0));
+}
+
+TEST_CASE("dtsim kernel prices an elementwise kernel as the lowering issues it") {
+  // framework_kernel_factors.py --op-times divides PyTorch's bias-add times by these predictions.
+  auto r = study_test::run_dtsim(
+      "kernel --gpu h100-sxm --kind eltwise --pass fwd --dtype bf16 --shape read=1000064,written=1000000 --variant bias_add --format json");
+  REQUIRE(r.code == 0);
+  Json j = Json::parse(r.out);
+  CHECK(j["bytes"].get<double>() == Approx(2.0 * (1000064 + 1000000)));  // bf16: two bytes an element
+  CHECK(j["source"] == "roofline");
+  KernelDesc k{KernelKind::Eltwise, Pass::Fwd, MathMode::BF16, 0, {1000064, 1000000}, "bias_add", 0, 0};
+  set_cost(k);
+  CHECK(j["time_s"].get<double>() == Approx(make_compute_model("roofline", load_gpu("h100-sxm"))->time(k).seconds));
+  auto bad = study_test::run_dtsim("kernel --gpu h100-sxm --kind eltwise --pass fwd --shape read=10");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--shape") != std::string::npos);
+  CHECK(bad.err.find("written") != std::string::npos);
 }
 
 TEST_CASE("validate: a synthetic run is predicted in its configuration") {
