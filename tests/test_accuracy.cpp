@@ -58,13 +58,15 @@ TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets no
   // Not the issue's targets (PyTorch: median 5%, none beyond 15%; H200: median 10%), which are
   // missed: see docs/accuracy.md. These bounds are what the model reaches now, a little above it
   // (H200 harness runs, which predate the harness's fixes: 9.9% mean, 6.7% median since the conv2d
-  // retraining of 2026-11-27; 9.8% and 5.9% before).
+  // retraining of 2026-11-27; 9.8% and 5.9% before). PyTorch: H100 10.9% / 6.3%, H200 15.6% / 8.9%
+  // since PyTorch's own bias, pooling and activation kernels were measured (validation/data/h100-sxm/
+  // op_times; 11.5% / 6.6% and 16.5% / 14.9% before).
   struct Set {
     const char* folder;
     double mean, median;
   };
-  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.12, 0.075}, Set{"validation/data/h200-sxm/runs", 0.105, 0.072},
-                         Set{"validation/data/h200-sxm/pytorch", 0.17, 0.155}}) {
+  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.115, 0.068}, Set{"validation/data/h200-sxm/runs", 0.105, 0.072},
+                         Set{"validation/data/h200-sxm/pytorch", 0.16, 0.095}}) {
     Stats s = abs_errors(validate_folder(set.folder));
     INFO(set.folder << ": runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n > 30);

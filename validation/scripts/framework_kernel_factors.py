@@ -11,12 +11,21 @@ does. Writes the ratios into a framework profile's `kernel_time_factors` (other 
       --profile configs/frameworks/pytorch.json \
       --sgd validation/data/h100-sxm/kernel_profile/vgg16_b32_fp32.txt:validation/data/h100-sxm/runs/vgg16_b32_1gpu_fp32.json
 
+--op-times CSV (validation/pytorch/op_times.py): PyTorch's own bias add and gradient, pooling and
+activation kernels timed alone on the shapes the validated networks run them, against dtsim's
+prediction of the same kernel (`dtsim kernel`, the harness-measured predictors or the roofline): the
+ratio of the sums per key, over shapes dtsim prices at --min-time-s or more (chosen by the prediction,
+not the measurement, so slow shapes are not picked out). Pooling gets a key per window too
+(pool/bwd/bf16/avg/k2s2p0: densenet's 2x2 average pooling backward is 4x, resnet's 3x3/s2/p1 max
+pooling backward 0.8x); dtsim uses the most specific key it finds. Keys from --op-times replace the
+same keys from --data.
+
 --sgd PROFILE:RUN (repeatable): PyTorch's SGD (foreach: weight decay, momentum and update as separate
 multi-tensor passes) against the harness's one fused kernel: the multi_tensor_apply kernels' time in a
 torch.profiler listing (validation/pytorch/kernel_profile.py) over the sgd_update time of a harness
 run of the same model; the mean ratio becomes sgd_update/update/fp32.
 """
-import argparse, collections, csv, json, os
+import argparse, collections, csv, json, os, subprocess
 
 from profile_io import set_profile_field
 
@@ -27,6 +36,9 @@ def main():
     ap.add_argument("--profile", required=True, help="framework profile JSON to update")
     ap.add_argument("--min-shapes", type=int, default=4)
     ap.add_argument("--sgd", action="append", default=[], help="PROFILE.txt:RUN.json (see above)")
+    ap.add_argument("--op-times", help="op_times.py CSV (see above)")
+    ap.add_argument("--dtsim", default="build/dtsim", help="dtsim binary, for --op-times")
+    ap.add_argument("--gpu", default="h100-sxm", help="GPU the --op-times rows ran on")
     ap.add_argument("--min-time-s", type=float, default=20e-6,
                     help="only shapes whose harness kernel takes this long: PyTorch's single-op timings of "
                          "smaller ones include its host costs (some tiny pooling backwards read 100 us)")
@@ -50,6 +62,11 @@ def main():
         if n >= a.min_shapes:
             factors[key] = round(torch_s / harness_s, 3)
             shapes[key] = n
+    if a.op_times:
+        for key, (torch_s, dtsim_s, n) in op_time_sums(a).items():
+            if n >= a.min_shapes:
+                factors[key] = round(torch_s / dtsim_s, 3)
+                shapes[key] = f"{n} op-times"
     sgd = []
     for pair in a.sgd:
         prof_txt, run = pair.split(":")
@@ -59,12 +76,53 @@ def main():
     if sgd:
         factors["sgd_update/update/fp32"] = round(sum(sgd) / len(sgd), 3)
         shapes["sgd_update/update/fp32"] = f"{len(sgd)} profiled runs ({', '.join(a.sgd)})"
-    set_profile_field(a.profile, "kernel_time_factors", factors, (
-        f"{a.data}: PyTorch's time over the harness's for the same shapes, summed per key "
-        f"(validation/scripts/framework_kernel_factors.py; shapes whose harness time is at least "
-        f"{a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes}); shapes per key: {shapes}"))
+    note = (f"{a.data}: PyTorch's time over the harness's for the same shapes, summed per key "
+            f"(validation/scripts/framework_kernel_factors.py; shapes whose harness time is at least "
+            f"{a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes})")
+    if a.op_times:
+        note += (f"; keys marked op-times: {a.op_times}, PyTorch's kernels timed alone on the validated models' "
+                 f"shapes over dtsim's prediction of the same kernels on {a.gpu} (predicted at least "
+                 f"{a.min_time_s * 1e6:.0f} us), replacing the same keys from the harness comparison")
+    factors = dict(sorted(factors.items()))
+    set_profile_field(a.profile, "kernel_time_factors", factors, note + f"; shapes per key: {shapes}")
     for key, v in factors.items():
         print(f"{key:28s} {v:6.3f}  ({shapes[key]} shapes)")
+
+
+def dtsim_kernel_args(r):
+    """The `dtsim kernel` arguments pricing an op_times.py row as dtsim's lowering issues it."""
+    if r["op"] == "bias":  # kernels.cpp bias_kernels: add reads the output and the bias; the gradient reduces to C
+        el, c = int(r["elements"]), int(r["C"])
+        if r["pass"] == "fwd":
+            return ["--kind", "eltwise", "--pass", "fwd", "--variant", "bias_add", "--shape", f"read={el + c},written={el}"]
+        return ["--kind", "eltwise", "--pass", "bwd", "--variant", "bias_grad", "--shape", f"read={el},written={c}"]
+    if r["op"] == "pool":
+        shape = ",".join(f"{k}={r[k]}" for k in ("N", "C", "H", "W", "R", "S", "stride", "pad"))
+        return ["--kind", "pool", "--pass", r["pass"], "--variant", r["variant"], "--shape", shape]
+    return ["--kind", "activation", "--pass", r["pass"], "--variant", r["variant"], "--shape", f"elements={r['elements']}"]
+
+
+def op_time_sums(a):
+    """{key: [PyTorch seconds, dtsim seconds, shapes]} over the --op-times rows dtsim prices at --min-time-s or more."""
+    sums = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    with open(a.op_times) as f:
+        for r in csv.DictReader(f):
+            cmd = [a.dtsim, "kernel", "--gpu", a.gpu, "--dtype", r["math_mode"], "--format", "json"] + dtsim_kernel_args(r)
+            dtsim_s = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)["time_s"]
+            if dtsim_s < a.min_time_s:
+                continue
+            if r["op"] == "bias":
+                keys = [f"eltwise/{r['pass']}/{r['math_mode']}/{'bias_add' if r['pass'] == 'fwd' else 'bias_grad'}"]
+            else:
+                keys = [f"{r['op']}/{r['pass']}/{r['math_mode']}/{r['variant']}"]
+                if r["op"] == "pool":  # model/predict.cpp FrameworkKernels: the window's own key first
+                    keys.append(keys[0] + f"/k{r['R']}s{r['stride']}p{r['pad']}")
+            for key in keys:
+                s = sums[key]
+                s[0] += float(r["time_median_s"])
+                s[1] += dtsim_s
+                s[2] += 1
+    return sums
 
 
 if __name__ == "__main__":
