@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "common/json_util.hpp"
+#include "kernels_mlp/mlp.hpp"
 #include "model/validate.hpp"
 
 using namespace dtsim;
@@ -73,4 +77,24 @@ TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets no
     CHECK(s.mean <= set.mean);
     CHECK(s.median <= set.median);
   }
+}
+
+TEST_CASE("accuracy: H200 runs predicted from H100 predictors alone within the issue's 10% median") {
+  // Issue 6's what-if target: the 81 H200 runs (36 harness, 45 PyTorch DDP) with only h100-sxm's
+  // predictors visible, so every kernel is carried over by the roofline ratio. 9.6% since the conv2d
+  // predictors got a third layer and PyTorch's own kernels were measured (2026-11-27; 11.9% before).
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("dtsim_whatif_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  fs::copy(mlp::pretrained_root() + "/h100-sxm", root / "h100-sxm", fs::copy_options::recursive);
+  ::setenv("DTSIM_PREDICTOR_DIR", root.c_str(), 1);
+  auto rows = validate_folder("validation/data/h200-sxm/runs");
+  auto pytorch = validate_folder("validation/data/h200-sxm/pytorch");
+  ::unsetenv("DTSIM_PREDICTOR_DIR");
+  fs::remove_all(root);
+  rows.insert(rows.end(), pytorch.begin(), pytorch.end());
+  Stats s = abs_errors(rows);
+  INFO("runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
+  CHECK(s.n == 81);
+  CHECK(s.median <= 0.10);
 }
