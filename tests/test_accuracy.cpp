@@ -53,23 +53,23 @@ TEST_CASE("accuracy: H100 harness runs within the issue's 5% mean error") {
   INFO("runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
   CHECK(s.n == 54);
   CHECK(s.mean <= 0.05);
-  // Reached: 16.9% (alexnet b64 bf16 on 4 GPUs, predicted low; resnet50 b16 bf16 on 2 GPUs +14.5%); 15.5%
-  // before the conv2d predictors were retrained on 2.8 times the shapes (kernels_mlp/README.md).
-  CHECK(s.max <= 0.175);
+  // Reached: 15.8% (alexnet b64 bf16 on 4 GPUs, predicted low) since the conv2d predictors got a
+  // third layer (2026-11-27); 16.9% before, 15.5% before they were retrained on 2.8 times the shapes.
+  CHECK(s.max <= 0.165);
 }
 
 TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets not met yet)") {
   // Not the targets (PyTorch: median 5%, none beyond 15%; H200: median 10%), which are
   // missed: see docs/accuracy.md. These bounds are what the model reaches now, a little above it
-  // (H200 harness runs, which predate the harness's fixes: 9.9% mean, 6.7% median since the conv2d
-  // retraining of 2026-11-27; 9.8% and 5.9% before). PyTorch: H100 10.9% / 6.3%, H200 15.6% / 8.9%
+  // (H200 harness runs, which predate the harness's fixes: 9.6% mean, 6.0% median with the three-layer
+  // conv2d predictors of 2026-11-27; 9.9% and 6.7% with the two-layer ones, 9.8% and 5.9% before). PyTorch: H100 11.0% / 6.3%, H200 15.5% / 8.9%
   // since PyTorch's own bias, pooling and activation kernels were measured (validation/data/h100-sxm/
   // op_times; 11.5% / 6.6% and 16.5% / 14.9% before).
   struct Set {
     const char* folder;
     double mean, median;
   };
-  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.115, 0.068}, Set{"validation/data/h200-sxm/runs", 0.105, 0.072},
+  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.115, 0.068}, Set{"validation/data/h200-sxm/runs", 0.10, 0.065},
                          Set{"validation/data/h200-sxm/pytorch", 0.16, 0.095}}) {
     Stats s = abs_errors(validate_folder(set.folder));
     INFO(set.folder << ": runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
