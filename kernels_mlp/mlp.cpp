@@ -6,6 +6,9 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "common/error.hpp"
 #include "common/output.hpp"
@@ -57,7 +60,26 @@ const Mlp* PredictorSet::find(const std::string& key) const {
   return it == by_key.end() ? nullptr : &it->second;
 }
 
+namespace {
+// Subnormal floats flushed to zero while the MLPs run, as the weights are when loaded: hidden
+// activations reach the subnormal range too, and each operation on one costs a microcode assist on
+// many x86 cores (resnet50's kernels 0.86 -> 0.58 ms with the three-layer conv2d predictors on this
+// project's Intel Xeon). The caller's floating-point mode is restored on the way out.
+class FlushSubnormals {
+ public:
+#if defined(__SSE2__)
+  FlushSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFlushToZero | kDenormalsAreZero); }
+  ~FlushSubnormals() { _mm_setcsr(saved_); }
+
+ private:
+  static constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;  // MXCSR bits
+  unsigned saved_;
+#endif
+};
+}  // namespace
+
 void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds) const {
+  const FlushSubnormals flush;
   seconds.assign(kernels.size(), std::numeric_limits<double>::quiet_NaN());
   // Group kernels by predictor so that each MLP runs once over a matrix of kernels.
   std::map<const Mlp*, std::vector<size_t>> groups;
