@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/error.hpp"
-#include "kernels_mlp/features.hpp"
 #include "model/strategies/data_parallel.hpp"
 
 namespace dtsim {
@@ -57,23 +56,9 @@ class FrameworkKernels : public ComputeModel {
   }
 
  private:
-  // The most specific key first. An elementwise kernel's variant (bias_add, bias_grad, ...) names which
-  // of the framework's own kernels runs; a pooling window is its own key too, since PyTorch's native
-  // pooling is faster than cuDNN's on some windows and several times slower on others
-  // (validation/data/h100-sxm/op_times: average 2x2/s2 backward 4.2x, max 3x3/s2/p1 backward 0.8x).
-  double factor(const KernelDesc& k) const {
-    const std::string key = mlp::predictor_key(k);
-    std::string specific;
-    if (k.kind == KernelKind::Eltwise && *k.variant) specific = key + "/" + k.variant;
-    if (k.kind == KernelKind::Pool && k.shape[4] == k.shape[5])
-      specific = key + "/k" + std::to_string(k.shape[4]) + "s" + std::to_string(k.shape[6]) + "p" + std::to_string(k.shape[7]);
-    if (!specific.empty()) {
-      auto it = fw_.kernel_time_factors.find(specific);
-      if (it != fw_.kernel_time_factors.end()) return it->second;
-    }
-    auto it = fw_.kernel_time_factors.find(key);
-    return it == fw_.kernel_time_factors.end() ? 1.0 : it->second;
-  }
+  // The most specific key first (model/schedule.hpp): an elementwise kernel's variant and a pooling
+  // window have keys of their own, as PyTorch runs its own kernels for them.
+  double factor(const KernelDesc& k) const { return framework_table_value(k, fw_.kernel_time_factors, 1.0); }
   std::unique_ptr<ComputeModel> inner_;
   FrameworkSpec fw_;
 };

@@ -6,22 +6,30 @@
 
 namespace dtsim {
 
-std::string framework_host_cost_key(const KernelDesc& k) {
+std::string framework_kernel_key(const KernelDesc& k) {
   std::string key = mlp::predictor_key(k);
   if (k.kind == KernelKind::Eltwise && *k.variant) key += std::string("/") + k.variant;
+  // PyTorch's native pooling is faster than cuDNN's on some windows and several times slower on others
+  // (validation/data/h100-sxm/op_times: average 2x2/s2 backward 4.2x, max 3x3/s2/p1 backward 0.8x).
+  if (k.kind == KernelKind::Pool && k.shape[4] == k.shape[5])
+    key += "/k" + std::to_string(k.shape[4]) + "s" + std::to_string(k.shape[6]) + "p" + std::to_string(k.shape[7]);
   return key;
 }
 
-double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s) {
-  if (!table || table->empty()) return fallback_s;
-  // The most specific key first: kind/pass/math/variant, then without the variant, then kind/pass.
-  std::string key = framework_host_cost_key(k);
+double framework_table_value(const KernelDesc& k, const std::map<std::string, double>& table, double fallback) {
+  if (table.empty()) return fallback;
+  // The most specific key first, then with its trailing parts dropped one by one, down to kind/pass.
+  std::string key = framework_kernel_key(k);
   for (;;) {
-    if (auto it = table->find(key); it != table->end()) return it->second;
+    if (auto it = table.find(key); it != table.end()) return it->second;
     const size_t slash = key.rfind('/');
-    if (slash == std::string::npos || std::count(key.begin(), key.end(), '/') < 2) return fallback_s;
+    if (slash == std::string::npos || std::count(key.begin(), key.end(), '/') < 2) return fallback;
     key.resize(slash);
   }
+}
+
+double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s) {
+  return table ? framework_table_value(k, *table, fallback_s) : fallback_s;
 }
 
 std::vector<std::vector<std::pair<int, int64_t>>> assign_buckets(const Graph& g, int64_t first_cap, int64_t cap, int64_t bytes_per_param) {

@@ -57,7 +57,7 @@ struct ScheduleOptions {
   int64_t first_bucket_bytes = 1 << 20;
   int64_t bucket_bytes = 25 << 20;
   double launch_overhead_s = 0;  // host time per kernel, where host_cost_s has no entry
-  // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_host_cost_key); may be null.
+  // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_kernel_key); may be null.
   const std::map<std::string, double>* host_cost_s = nullptr;
   double iteration_overhead_s = 0;
   bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
@@ -65,10 +65,13 @@ struct ScheduleOptions {
   bool record_kernels = false;
 };
 
-// A framework's host time to issue kernel k: the most specific entry of `table` for
-// framework_host_cost_key(k) ("conv2d/fwd/bf16", "activation/bwd/fp32/relu", "eltwise/fwd/fp32/bias_add";
-// trailing parts dropped until one matches, down to kind/pass), else fallback_s.
-std::string framework_host_cost_key(const KernelDesc& k);
+// A kernel's most specific key in a framework profile's tables (host_cost_s, kernel_time_factors):
+// "conv2d/fwd/bf16", "activation/bwd/fp32/relu", "eltwise/fwd/fp32/bias_add", "pool/bwd/bf16/max/k2s2p0".
+std::string framework_kernel_key(const KernelDesc& k);
+// The entry of `table` for framework_kernel_key(k), trailing parts dropped until one matches (down to
+// kind/pass), else fallback.
+double framework_table_value(const KernelDesc& k, const std::map<std::string, double>& table, double fallback);
+// A framework's host time to issue kernel k: framework_table_value over host_cost_s (null: fallback_s).
 double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s);
 
 // `allreduce_s(bytes)` prices one bucket's all-reduce.

@@ -108,7 +108,7 @@ struct FrameworkSpec {
   // Where the framework runs its own kernel instead of the measured library one (PyTorch's native
   // bf16 batchnorm and pooling): predictor key ("batchnorm/fwd/bf16", "pool/bwd/fp32/max") -> time ratio.
   std::map<std::string, double> kernel_time_factors;
-  // Measured host time per kernel by key (model/schedule.hpp framework_host_cost_key); kernels
+  // Measured host time per kernel by key (model/schedule.hpp framework_kernel_key); kernels
   // without an entry cost launch_overhead_s.
   std::map<std::string, double> host_cost_s;
   // DDP without gradient_as_bucket_view: each parameter's gradient is copied into its bucket and
