@@ -73,7 +73,8 @@ class ShapeRecorder(TorchDispatchMode):
             kr = pair(args[1])
             st = pair(args[2] if len(args) > 2 else None, kr)
             pd = pair(args[3] if len(args) > 3 else 0)
-            ceil = (args[5] if pkt is not aten.avg_pool2d and len(args) > 5 else args[4] if pkt is aten.avg_pool2d and len(args) > 4 else False)
+            ceil_at = 4 if pkt is aten.avg_pool2d else 5  # ceil_mode's position in the aten signatures
+            ceil = len(args) > ceil_at and args[ceil_at]
             y = out[0] if isinstance(out, tuple) else out
             if kr[0] == kr[1] and st[0] == st[1] and pd[0] == pd[1] and not ceil:
                 n, c, h, w = x.shape
