@@ -107,16 +107,15 @@ def op_time_sums(a):
     sums = collections.defaultdict(lambda: [0.0, 0.0, 0])
     with open(a.op_times) as f:
         for r in csv.DictReader(f):
-            cmd = [a.dtsim, "kernel", "--gpu", a.gpu, "--dtype", r["math_mode"], "--format", "json"] + dtsim_kernel_args(r)
+            args = dtsim_kernel_args(r)
+            cmd = [a.dtsim, "kernel", "--gpu", a.gpu, "--dtype", r["math_mode"], "--format", "json"] + args
             dtsim_s = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)["time_s"]
             if dtsim_s < a.min_time_s:
                 continue
-            if r["op"] == "bias":
-                keys = [f"eltwise/{r['pass']}/{r['math_mode']}/{'bias_add' if r['pass'] == 'fwd' else 'bias_grad'}"]
-            else:
-                keys = [f"{r['op']}/{r['pass']}/{r['math_mode']}/{r['variant']}"]
-                if r["op"] == "pool":  # model/predict.cpp FrameworkKernels: the window's own key first
-                    keys.append(keys[0] + f"/k{r['R']}s{r['stride']}p{r['pad']}")
+            opt = dict(zip(args[::2], args[1::2]))  # the kernel as dtsim keys it: kind/pass/math/variant
+            keys = [f"{opt['--kind']}/{opt['--pass']}/{r['math_mode']}/{opt['--variant']}"]
+            if r["op"] == "pool":  # model/schedule.cpp framework_kernel_key: the window's own key too
+                keys.append(keys[0] + f"/k{r['R']}s{r['stride']}p{r['pad']}")
             for key in keys:
                 s = sums[key]
                 s[0] += float(r["time_median_s"])
