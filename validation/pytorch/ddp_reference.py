@@ -103,6 +103,30 @@ def make_batches(n, size, classes, rank, nb, device, dtype):
     return xs, ys
 
 
+def host_probe_us(device, n=400, blocks=5):
+    """Host time per eager op on this process and machine: a 1-element add_ (dispatch + launch) and a
+    tiny cuDNN convolution (PyTorch's convolution path on the host: plan cache, descriptors, launch).
+    Median over blocks of n ops, GPU idle before each block; the GPU keeps up (each kernel is a few us),
+    so the host sets the pace. What a host-bound run is made of, measured beside it."""
+    z = torch.zeros(1, device=device)
+    x = torch.randn(1, 8, 8, 8, device=device)
+    w = torch.randn(8, 8, 3, 3, device=device)
+    ops = {"add_": lambda: z.add_(1.0), "conv2d": lambda: torch.nn.functional.conv2d(x, w, padding=1)}
+    out = {}
+    for key, op in ops.items():
+        op()
+        per = []
+        for _ in range(blocks):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            for _ in range(n):
+                op()
+            per.append((time.perf_counter() - t) / n * 1e6)
+        torch.cuda.synchronize()
+        out[key] = sig4(statistics.median(per))
+    return out
+
+
 def run_config(rank, world, name, batch, prec, a):
     device = torch.device("cuda", 0 if world == 1 else rank)
     size = INPUT.get(name, 224)
@@ -133,6 +157,7 @@ def run_config(rank, world, name, batch, prec, a):
             # buckets, replaced when DDP rebuilds them) until its watchdog thread cleans the work up;
             # a peak counted before that holds one more parameter-sized copy, or not, by a race.
             time.sleep(a.settle_s)
+            probe_before = host_probe_us(device) if a.host_probe else None
             torch.cuda.reset_peak_memory_stats(device)
             t_timed = time.time()
         ev[4 * it].record()
@@ -152,6 +177,7 @@ def run_config(rank, world, name, batch, prec, a):
     ev[4 * n_it].record()
     torch.cuda.synchronize()
     wall = time.time() - t_timed
+    probe_after = host_probe_us(device) if a.host_probe else None
     mem = torch.tensor([torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device),
                         warm_peak[0], warm_peak[1]], device=device, dtype=torch.int64)
     dist.all_reduce(mem, op=dist.ReduceOp.MAX)
@@ -229,6 +255,12 @@ def run_config(rank, world, name, batch, prec, a):
             "config_wall_s": sig4(time.time() - t0),
             "host_sync_every_step": a.sync_every_step,
         }
+        if a.host_probe:
+            res["host_probe_us"] = {"before": probe_before, "after": probe_after,
+                                    "method": "validation/pytorch/ddp_reference.py host_probe_us: host time per op "
+                                              "(median of 5 blocks of 400) of a 1-element add_ and of a 1x8x8x8 "
+                                              "3x3 conv2d, rank 0, before (after the settle wait) and after the "
+                                              "measured iterations"}
     del ddp, model, opt, xs, ys, out, loss, losses
     torch.cuda.empty_cache()
     return res
@@ -291,13 +323,19 @@ def main():
     ap.add_argument("--settle-s", type=float, default=2.0,
                     help="seconds to wait after the warm-up before the measured iterations (NCCL's watchdog "
                          "frees the warm-up's finished work meanwhile); 0 as in the runs before 2026-11-26 10:00")
+    ap.add_argument("--host-probe", action="store_true",
+                    help="time a tiny add_ and conv2d per op on the host before and after the measured iterations "
+                         "(host_probe_us in the output): how fast this process's host is, beside its run")
     ap.add_argument("--sync-every-step", action="store_true",
                     help="torch.cuda.synchronize() after each optimizer step (the host never runs ahead)")
     a = ap.parse_args()
     if a.iters < 20:
         print("note: fewer than 20 timed iterations", file=sys.stderr)
     os.makedirs(a.out, exist_ok=True)
-    mp.spawn(worker, args=(a.gpus, a, a.port), nprocs=a.gpus, join=True)
+    if a.gpus == 1:  # one rank: no second interpreter to start (the same DDP and NCCL set-up)
+        worker(0, 1, a, a.port)
+    else:
+        mp.spawn(worker, args=(a.gpus, a, a.port), nprocs=a.gpus, join=True)
 
 
 if __name__ == "__main__":
