@@ -317,3 +317,24 @@ TEST_CASE("cli: validate error paths exit 2 with one line") {
   }
   fs::remove_all(tmp);
 }
+
+TEST_CASE("validate: fresh-process repeat runs with their host probe (ddp_reference.py --host-probe) parse") {
+  // validation/data/h100-sxm/pytorch_repeats: the same configuration in three processes on one machine;
+  // host_probe_us says how fast that process's host was. Each round folder holds a full set of runs.
+  const std::string dir = std::string(DTSIM_SOURCE_DIR) + "/validation/data/h100-sxm/pytorch_repeats/round2";
+  auto j = dtsim_cli("validate --format json --measured " + dir);
+  REQUIRE(j.code == 0);
+  Json doc = Json::parse(j.out);
+  CHECK(doc["runs"].size() == 23);
+  for (const auto& r : doc["runs"]) CHECK(r["framework_profile"] == "pytorch");
+  // the probe is accepted by name only: another unknown top-level field is still refused
+  std::string tmp = (fs::temp_directory_path() / ("dtsim_probe_" + std::to_string(::getpid()) + ".json")).string();
+  Json run = dtsim::load_json_file(dir + "/resnet50_b16_1gpu_fp32.json");
+  REQUIRE(run.contains("host_probe_us"));
+  run["host_probe"] = run["host_probe_us"];
+  { std::ofstream(tmp) << run.dump(); }
+  auto bad = dtsim_cli("validate --measured " + tmp);
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("host_probe: unknown field") != std::string::npos);
+  fs::remove(tmp);
+}
