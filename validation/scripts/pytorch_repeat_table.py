@@ -54,6 +54,19 @@ def main():
     print(f"\nconfigurations with 3 or more processes: {len(spreads)}; max/min - 1: median {statistics.median(spreads):.1%}, "
           f"max {max(spreads):.1%}, above 15%: {sum(s > 0.15 for s in spreads)}; single runs more than 15% from their "
           f"configuration's median: {off} of {n}")
+    # Does the process's host speed explain its time? Deviations from the configuration's mean (log), the
+    # probe as the geometric mean of its before and after readings.
+    dx, dy = [], []
+    for files in runs.values():
+        if len(files) < 3:
+            continue
+        js = [json.load(open(f)) for f in files]
+        t = [math.log(j["iteration_time_s"]["median"]) for j in js]
+        p = [0.5 * math.log(j["host_probe_us"]["before"]["conv2d"] * j["host_probe_us"]["after"]["conv2d"]) for j in js]
+        dx += [v - sum(p) / len(p) for v in p]
+        dy += [v - sum(t) / len(t) for v in t]
+    print(f"correlation of a run's time with its host probe (conv2d), within configurations: "
+          f"{statistics.correlation(dx, dy):.2f} over {len(dx)} runs")
     print(f"median of the repeats against the committed run: median {statistics.median(committed_off):+.1%}, "
           f"range {min(committed_off):+.1%} .. {max(committed_off):+.1%}")
 
