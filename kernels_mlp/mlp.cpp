@@ -1,5 +1,6 @@
 #include "kernels_mlp/mlp.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -155,12 +156,20 @@ PredictorSet load_predictors(const std::string& dir) {
       if (sizes.size() < 2 || static_cast<size_t>(sizes.front()) != m.feature_names.size() || sizes.back() != 1 ||
           m.feature_mean.size() != sizes.front() || m.feature_std.size() != sizes.front())
         throw InputError(where, "layer sizes do not match the features");
+      // An ensemble's hidden layers are block-diagonal (one block per member): only the blocks are stored.
+      auto blocks = p.value("weight_blocks", std::vector<int>(sizes.size() - 1, 1));
+      if (blocks.size() + 1 != sizes.size()) throw InputError(where + ".weight_blocks", "must have one entry per layer");
       for (size_t l = 0; l + 1 < sizes.size(); ++l) {
-        int in = sizes[l], out = sizes[l + 1];
-        if (in <= 0 || out <= 0 || off + size_t(in) * out + out > nfloats) throw InputError(where, "weights run past the end of weights.bin");
-        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w(out, in);
-        for (int r = 0; r < out; ++r)
-          for (int c = 0; c < in; ++c) w(r, c) = weight(off++);
+        const int in = sizes[l], out = sizes[l + 1], k = blocks[l];
+        if (in <= 0 || out <= 0) throw InputError(where + ".layers", "sizes must be positive");
+        if (k <= 0 || in % k || out % k) throw InputError(where + ".weight_blocks", "each must be positive and divide its layer's sizes");
+        const int bi = in / k, bo = out / k;
+        if (off + size_t(k) * bi * bo + out > nfloats) throw InputError(where, "weights run past the end of weights.bin");
+        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w =
+            Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(out, in);
+        for (int blk = 0; blk < k; ++blk)
+          for (int r = 0; r < bo; ++r)
+            for (int c = 0; c < bi; ++c) w(blk * bo + r, blk * bi + c) = weight(off++);
         Eigen::VectorXf b(out);
         for (int r = 0; r < out; ++r) b(r) = weight(off++);
         m.diagonal_blocks.push_back(diagonal_block_count(w));
@@ -232,14 +241,21 @@ void write_predictors(const std::string& dir, const Json& manifest_base, const s
     p["feature_std"] = std::vector<float>(m.feature_std.data(), m.feature_std.data() + m.feature_std.size());
     p["target_mean"] = m.target_mean;
     p["target_std"] = m.target_std;
-    std::vector<int> sizes = {static_cast<int>(m.feature_names.size())};
-    for (const auto& w : m.weights) sizes.push_back(static_cast<int>(w.rows()));
+    std::vector<int> sizes = {static_cast<int>(m.feature_names.size())}, blocks;
+    for (const auto& w : m.weights) {
+      sizes.push_back(static_cast<int>(w.rows()));
+      blocks.push_back(diagonal_block_count(w));
+    }
     p["layers"] = sizes;
+    // A packed ensemble's hidden layers are zero off their diagonal blocks: store the blocks only.
+    if (std::any_of(blocks.begin(), blocks.end(), [](int k) { return k > 1; })) p["weight_blocks"] = blocks;
     p["weights_offset"] = offset;
     p["heldout"] = m.heldout;
     for (size_t l = 0; l < m.weights.size(); ++l) {
-      for (Eigen::Index r = 0; r < m.weights[l].rows(); ++r)
-        for (Eigen::Index c = 0; c < m.weights[l].cols(); ++c) put(m.weights[l](r, c));
+      const Eigen::Index k = blocks[l], bo = m.weights[l].rows() / k, bi = m.weights[l].cols() / k;
+      for (Eigen::Index blk = 0; blk < k; ++blk)
+        for (Eigen::Index r = 0; r < bo; ++r)
+          for (Eigen::Index c = 0; c < bi; ++c) put(m.weights[l](blk * bo + r, blk * bi + c));
       for (Eigen::Index r = 0; r < m.biases[l].size(); ++r) put(m.biases[l](r));
     }
     preds.push_back(std::move(p));

@@ -201,6 +201,29 @@ TEST_CASE("MLP inference: a packed ensemble's block-diagonal layers give what th
     CHECK(dense(r) == Approx(want).epsilon(1e-6));
     CHECK(blocked(r) == Approx(want).epsilon(1e-6));
   }
+
+  // On disk only the diagonal blocks of a packed layer are stored (the manifest's weight_blocks), and
+  // they read back as the same matrices: 3x4 + 4 dense, 2 blocks of 2x2 + 4, 4 + 1 = 33 floats, not 41.
+  std::string dir = (fs::temp_directory_path() / ("dtsim_mlp_blocks_" + std::to_string(::getpid()))).string();
+  GpuSpec gpu = load_gpu("h100-sxm");
+  m.key = "add/fwd/fp32";
+  m.feature_names = {"a", "b", "c"};
+  write_predictors(dir, Json{{"format", 1}, {"gpu", "h100-sxm"}, {"baseline", baseline_json(baseline_of(gpu), gpu.sm_count)}}, {m});
+  CHECK(fs::file_size(dir + "/weights.bin") == 33 * sizeof(float));
+  Json written = dtsim::load_json_file(dir + "/manifest.json");
+  CHECK(written["predictors"][0]["weight_blocks"] == Json::array({1, 2, 1}));
+  PredictorSet set = load_predictors(dir);
+  const Mlp& back = set.by_key.at("add/fwd/fp32");
+  REQUIRE(back.weights.size() == 3);
+  CHECK(back.weights[0] == w0);
+  CHECK(back.weights[1] == w1);
+  CHECK(back.weights[2] == w2);
+  CHECK(back.diagonal_blocks == std::vector<int>{1, 2, 1});
+  // A block count that does not divide its layer is an input error naming the field.
+  written["predictors"][0]["weight_blocks"] = Json::array({1, 3, 1});
+  { std::ofstream(dir + "/manifest.json") << written.dump(); }
+  CHECK_THROWS_WITH(load_predictors(dir), Catch::Matchers::Contains("weight_blocks"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("features: a GEMM's optional features are its alignment, tiles and matrix sizes") {

@@ -4,17 +4,23 @@ predictors' own validation split, as a yardstick for the MLPs. Needs python3-skl
 
   build/dtsim-train-predictors --data validation/data/h100-sxm --files conv2d_graph.csv --validate \\
       --steps 10 --hidden 8 --joint conv2d --extra-features --loss l1 --dump /tmp/split.csv
-  /usr/bin/python3 kernels_mlp/train/diag_trees.py /tmp/split.csv
+  /usr/bin/python3 kernels_mlp/train/diag_trees.py /tmp/split.csv [validation/data/h100-sxm/kernels/conv2d_graph.csv]
 
 The trainer's dump gives each row's part (train / validation; held-out shapes are not in it) and shape;
 the few training steps only make it write the dump quickly. The features here are a plain re-derivation
 of the MLPs' (log shape fields, FLOPs, bytes, intensity, the pass's implicit GEMM, power-of-two
 alignment, 128x128 tiles and last-wave fill on 132 SMs). Gradient-boosted trees, absolute error in log
-time, on log time itself and on log(time / roofline) as the MLPs are.
+time, on log time itself and on log(time / roofline) as the MLPs are. Given the data file as well, also
+with the engine the autotuner kept (its `algo` column) as an input, once as an oracle (the engine each
+row measured) and once as predicted from the shape by a tree classifier (out-of-fold on the training
+rows): how much of the error the engine choice explains, and how much of that the shape tells.
 """
 import csv, math, sys
+from collections import Counter
+
 import numpy as np
-from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.model_selection import cross_val_predict
 
 PEAK_FLOPS = {"fp32": 494e12, "bf16": 989e12}  # H100 SXM dense TF32 / BF16 tensor-core datasheet figures
 PEAK_BYTES_PER_S = 3.35e12                      # H100 SXM HBM3 datasheet bandwidth
@@ -47,6 +53,16 @@ def features(key, shape):
     return f, math.log(roofline_s)
 
 
+def score(name, x, y, offset, train, keys, params, categorical=None):
+    model = HistGradientBoostingRegressor(loss="absolute_error", random_state=1, categorical_features=categorical, **params)
+    model.fit(x[train], (y - offset)[train])
+    ape = np.abs(np.exp(model.predict(x) + offset - y) - 1)
+    per = {k: ape[~train & (keys == k)].mean() for k in sorted(set(keys))}
+    print(f"{name}: train {ape[train].mean():.2%}, validation mean of the predictors {np.mean(list(per.values())):.2%}")
+    for k, v in per.items():
+        print(f"  {k:24s} {v:.2%}")
+
+
 def main():
     rows = list(csv.DictReader(open(sys.argv[1])))
     fb = [features(r["key"], r["shape"]) for r in rows]
@@ -55,16 +71,32 @@ def main():
     y = np.log(np.array([float(r["measured_s"]) for r in rows]))
     train = np.array([r["part"] == "train" for r in rows])
     keys = np.array([r["key"] for r in rows])
-    for name, offset, params in [
-            ("log time", np.zeros_like(y), dict(max_iter=2000, learning_rate=0.05, max_leaf_nodes=63, min_samples_leaf=10)),
-            ("log time / roofline", base, dict(max_iter=3000, learning_rate=0.03, max_leaf_nodes=127, min_samples_leaf=8))]:
-        model = HistGradientBoostingRegressor(loss="absolute_error", random_state=1, **params)
-        model.fit(x[train], (y - offset)[train])
-        ape = np.abs(np.exp(model.predict(x) + offset - y) - 1)
-        per = {k: ape[~train & (keys == k)].mean() for k in sorted(set(keys))}
-        print(f"{name}: train {ape[train].mean():.2%}, validation mean of the predictors {np.mean(list(per.values())):.2%}")
-        for k, v in per.items():
-            print(f"  {k:24s} {v:.2%}")
+    small = dict(max_iter=2000, learning_rate=0.05, max_leaf_nodes=63, min_samples_leaf=10)
+    large = dict(max_iter=3000, learning_rate=0.03, max_leaf_nodes=127, min_samples_leaf=8)
+    score("log time", x, y, np.zeros_like(y), train, keys, small)
+    score("log time / roofline", x, y, base, train, keys, large)
+    if len(sys.argv) < 3:
+        return
+    fields = "N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups".split()
+    algo = {}
+    for r in csv.DictReader(open(sys.argv[2])):  # the first measurement of a shape, as the trainer reads it
+        algo.setdefault((r["pass"], r["math_mode"], " ".join(r[f] for f in fields)), r["algo"])
+    engine = [algo[(r["key"].split("/")[1], r["key"].split("/")[2], r["shape"])] for r in rows]
+    names = sorted(set(engine))
+    oracle = np.array([names.index(e) for e in engine], dtype=float)
+    score(f"log time / roofline, the kept engine as input (oracle, {len(names)} engines)",
+          np.column_stack([x, oracle]), y, base, train, keys, large, categorical=[x.shape[1]])
+    common = [e for e, _ in Counter(engine).most_common(15)]
+    label = np.array([common.index(e) if e in common else len(common) for e in engine])
+    clf = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1, max_leaf_nodes=63, random_state=1)
+    prob = np.zeros((len(rows), len(common) + 1))
+    prob[train] = cross_val_predict(clf, x[train], label[train], cv=3, method="predict_proba")
+    clf.fit(x[train], label[train])
+    prob[~train] = clf.predict_proba(x[~train])
+    print(f"engine predicted from the shape (15 commonest and other): validation accuracy "
+          f"{(prob[~train].argmax(1) == label[~train]).mean():.1%}")
+    score("log time / roofline, the predicted engine's probabilities as inputs", np.column_stack([x, prob]), y, base,
+          train, keys, large)
 
 
 if __name__ == "__main__":

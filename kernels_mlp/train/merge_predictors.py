@@ -63,7 +63,8 @@ def main():
     floats = struct.unpack(f"<{len(blob) // 4}f", blob)
     out_floats = []
     for p in merged["predictors"]:
-        n = sum(i * o + o for i, o in zip(p["layers"][:-1], p["layers"][1:]))
+        blocks = p.get("weight_blocks", [1] * (len(p["layers"]) - 1))  # an ensemble's diagonal blocks only
+        n = sum(i * o // k + o for i, o, k in zip(p["layers"][:-1], p["layers"][1:], blocks))
         start = p["weights_offset"]
         p["weights_offset"] = len(out_floats)
         out_floats.extend(floats[start:start + n])
