@@ -17,6 +17,21 @@ static double distance(const GpuSpec& a, const GpuSpec& b) {
   return d;
 }
 
+// Whether a convolution or matmul runs at a matrix-unit (tensor-core) rate on this GPU: its math mode's
+// peak well above the plain FP32 rate (H100 TF32 494.7 against 66.9 TF/s; V100 has no TF32 and runs
+// "fp32" convolutions at its FP32 rate). A measured kernel's shortfall from the roofline carries to
+// another GPU only where the kernel runs on the same kind of unit on both: scaled from H100's TF32
+// tensor-core convolutions, V100's FP32 ones came out 2.5 times slower than NVIDIA publishes
+// (docs/strategies.md), so such kernels take the target's roofline instead.
+static bool on_matrix_units(const GpuSpec& g, const KernelDesc& k) {
+  if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm) return false;
+  return g.peak_flops[static_cast<int>(k.math)] > 1.5 * g.peak_flops[static_cast<int>(MathMode::FP32)];
+}
+
+bool MlpComputeModel::carries(const Source& s, const KernelDesc& k) const {
+  return on_matrix_units(s.gpu, k) == on_matrix_units(target_, k);
+}
+
 MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
   auto gpus = pretrained_gpus();
   if (gpus.empty()) throw InputError("--compute-model", "no measured predictors under " + pretrained_root());
@@ -29,7 +44,7 @@ MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
 bool MlpComputeModel::covers(const KernelDesc& k) const {
   const std::string key = predictor_key(k);
   for (const auto& s : sources_)
-    if (s.set->find(key) != nullptr) return true;
+    if (s.set->find(key) != nullptr && carries(s, k)) return true;
   return false;
 }
 
@@ -39,6 +54,14 @@ std::string MlpComputeModel::note() const {
                       ? "mlp predictors measured on " + first.name
                       : "mlp predictors measured on " + first.name + ", scaled to " + target_.name + " by the ratio of their roofline times";
   if (sources_.size() > 1) n += " (kernels without one there: the next closest measured GPU's, scaled alike)";
+  for (MathMode m : {MathMode::TF32, MathMode::BF16, MathMode::FP16}) {
+    KernelDesc conv{KernelKind::Conv2d, Pass::Fwd, m, 0, {}, "", 0, 0};
+    if (!carries(sources_.front(), conv)) {
+      n += "; convolutions and matmuls that run on tensor cores on only one of " + first.name + " and " + target_.name +
+           " take the roofline";
+      break;
+    }
+  }
   return n;
 }
 
@@ -60,7 +83,7 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
     const double fixed_diff_s = target_.kernel_overhead_s - src.gpu.kernel_overhead_s;
     std::vector<size_t> still;
     for (size_t j = 0; j < open.size(); ++j) {
-      if (std::isnan(measured[j])) {
+      if (std::isnan(measured[j]) || !carries(src, batch[j])) {
         still.push_back(open[j]);
         continue;
       }

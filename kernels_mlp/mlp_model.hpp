@@ -2,7 +2,8 @@
 // The measured compute model: a kernel's time is its predictor's time on the measured GPU, times
 // the ratio of the target's and the measured GPU's roofline times for that kernel (plus the
 // difference of their fixed per-kernel costs) — the identity on the measured GPU itself, the what-if
-// scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time.
+// scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time, and
+// so do convolutions and matmuls that run on tensor cores on only one of the two GPUs.
 #include <memory>
 
 #include "kernels_mlp/mlp.hpp"
@@ -32,6 +33,8 @@ class MlpComputeModel : public ComputeModel {
     GpuSpec gpu;
     std::shared_ptr<const PredictorSet> set;
   };
+  // Whether a source's measured time of k may be scaled to the target (same kind of math unit).
+  bool carries(const Source& s, const KernelDesc& k) const;
   GpuSpec target_;
   std::vector<Source> sources_;  // closest first
 };

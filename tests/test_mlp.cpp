@@ -292,3 +292,30 @@ TEST_CASE("predictor folders: malformed manifests are input errors") {
   CHECK_THROWS_WITH(load_predictors(dir), Catch::Matchers::Contains("weights.bin"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("what-if: a measured kernel is scaled only to a GPU that runs it on the same kind of unit") {
+  // h100-sxm's "fp32" convolutions ran in TF32 on tensor cores; V100 has no TF32 and runs them on its
+  // FP32 units, where H100's tensor-core efficiency says nothing: the target's roofline. A100 has TF32
+  // tensor cores (scaled), and a strict-FP32 matmul runs on FP32 units on both (scaled).
+  const GpuSpec h100 = load_gpu("h100-sxm"), a100 = load_gpu("a100-sxm"), v100 = load_gpu("v100-sxm2");
+  KernelDesc conv{KernelKind::Conv2d, Pass::Fwd, MathMode::TF32, 0, {64, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1}, "", 0, 0};
+  KernelDesc gemm{KernelKind::Gemm, Pass::Fwd, MathMode::FP32, 0, {64, 1000, 2048, 0, 1}, "", 0, 0};
+  set_cost(conv);
+  set_cost(gemm);
+  MlpComputeModel on_h100(h100), on_a100(a100), on_v100(v100);
+  REQUIRE(on_h100.covers(conv));
+  REQUIRE(on_h100.covers(gemm));
+  auto scaled = [&](const GpuSpec& g, const KernelDesc& k) {
+    const double fixed_diff_s = g.kernel_overhead_s - h100.kernel_overhead_s;
+    return on_h100.time(k).seconds * (RooflineModel(g).time(k).seconds - fixed_diff_s) / RooflineModel(h100).time(k).seconds + fixed_diff_s;
+  };
+  CHECK(on_a100.covers(conv));
+  CHECK(on_a100.time(conv).seconds == Approx(scaled(a100, conv)).epsilon(1e-6));
+  CHECK_FALSE(on_v100.covers(conv));
+  CHECK(on_v100.time(conv).seconds == Approx(RooflineModel(v100).time(conv).seconds).epsilon(1e-12));
+  CHECK(on_v100.time(conv).seconds < scaled(v100, conv));  // H100's TF32 shortfall would be carried over
+  CHECK(on_v100.covers(gemm));
+  CHECK(on_v100.time(gemm).seconds == Approx(scaled(v100, gemm)).epsilon(1e-6));
+  CHECK(on_v100.note().find("tensor cores on only one of h100-sxm and v100-sxm2") != std::string::npos);
+  CHECK(on_a100.note().find("tensor cores") == std::string::npos);
+}
