@@ -52,6 +52,7 @@ struct Plan {
   BDP plan;
   int64_t ws = 0;
   int64_t engine = -1;
+  bool fallback = false;
 };
 
 BDP make_pack(void* x, void* w, void* y, void* workspace) {
@@ -168,7 +169,7 @@ Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cu
       int64_t ws = 0, n = 0;
       cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws);
       if (ws < 0 || static_cast<size_t>(ws) > workspace_bytes) continue;
-      plans.push_back({plan, ws, eng_idx});
+      plans.push_back({plan, ws, eng_idx, mode == CUDNN_HEUR_MODE_FALLBACK});
       seen_engines.push_back(eng_idx);
     }
   }
@@ -182,7 +183,9 @@ Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cu
   DH_CUDA(cudaEventCreate(&e1));
   int best = -1, tried = 0;
   float best_ms = 0;
+  std::vector<GraphCandidate> candidates;
   for (size_t i = 0; i < plans.size(); ++i) {
+    candidates.push_back({plans[i].engine, plans[i].ws, plans[i].fallback, -1.0});
     if (cudnnBackendExecute(h, plans[i].plan->d, pack->d) != CUDNN_STATUS_SUCCESS) {
       cudaError_t e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) {
@@ -203,6 +206,7 @@ Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cu
       DH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
       ms_best = std::min(ms_best, ms);
     }
+    candidates.back().time_s = ms_best * 1e-3;
     if (best < 0 || ms_best < best_ms) {
       best = static_cast<int>(i);
       best_ms = ms_best;
@@ -216,6 +220,7 @@ Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cu
   p.choice.name = "eng" + std::to_string(plans[best].engine);
   p.choice.workspace = plans[best].ws;
   p.choice.tried = tried;
+  p.choice.candidates = std::move(candidates);
   return p;
 }
 

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "util.hpp"
 
@@ -18,10 +19,19 @@ struct ConvGeom {
   int N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, g, P, Q;
 };
 
+// One engine configuration the autotuner considered, in the order it was tried.
+struct GraphCandidate {
+  long long engine;     // global engine index
+  long long workspace;  // bytes
+  bool fallback;        // from the FALLBACK heuristics (else INSTANT)
+  double time_s;        // best of three; negative when it failed to execute
+};
+
 struct GraphPlanChoice {
   std::string name;       // "eng<global index>" of the chosen engine
   long long workspace;    // bytes
   int tried;              // plans benchmarked
+  std::vector<GraphCandidate> candidates;  // every plan benchmarked or refused at execution
 };
 
 // Builds the pass's graph ("fwd", "bwd_data", "bwd_filter") over the given device buffers, picks the

@@ -188,6 +188,9 @@ struct Ctx {
   bool verbose = false;
   std::string conv_api = "legacy";  // legacy: cudnnFind*AlgorithmEx; graph: backend API, plans benchmarked
   int graph_max_plans = 10;
+  // --log-engines: every engine configuration the graph API's autotuner timed, one row each
+  // (conv2d_engines.csv), beside the fastest one's row in conv2d.csv.
+  std::unique_ptr<Csv> engines;
   struct Recent {
     std::string kind, pass, mode;
     Stats s;
@@ -292,6 +295,16 @@ struct Ctx {
               Stats gs = time_on_gpu(stream, run, tcfg);
               cells.insert(cells.end(), {ch.name, "graph_tried_" + std::to_string(ch.tried), I(ch.workspace)});
               row("conv2d", cells, "cudnn_graph_autotune", gs, it.source);
+              if (engines)
+                for (size_t r = 0; r < ch.candidates.size(); ++r) {
+                  const GraphCandidate& e = ch.candidates[r];
+                  std::vector<std::string> ec(cells.begin(), cells.begin() + static_cast<long>(base.size()));
+                  ec.insert(ec.end(), {I(static_cast<long long>(r)), e.fallback ? "fallback" : "instant", I(e.engine),
+                                       I(e.workspace), e.time_s < 0 ? "" : sig4(e.time_s),
+                                       "eng" + std::to_string(e.engine) == ch.name && e.workspace == ch.workspace ? "1" : "0",
+                                       it.source});
+                  engines->row(ec);
+                }
               return;
             }
             if (pass == "fwd") {
@@ -763,6 +776,7 @@ int run_kernels(const Args& a) {
   c.conv_api = a.str("conv-api", "legacy");
   if (c.conv_api != "legacy" && c.conv_api != "graph") throw Error("--conv-api: legacy or graph");
   c.graph_max_plans = static_cast<int>(a.integer("graph-max-plans", 10));
+  const bool log_engines = a.has("log-engines");
   // Budget shares of the kinds run before conv2d, which gets whatever is left.
   std::map<std::string, double> share = {{"gemm", 0.10},      {"batchnorm", 0.06}, {"activation", 0.025},
                                          {"pool", 0.03},      {"add", 0.015},      {"softmax_ce", 0.01},
@@ -857,6 +871,12 @@ int run_kernels(const Args& a) {
       {"sgd_update", header({"kind", "pass", "math_mode", "dtype", "parameters"})},
   };
   for (auto& [k, h] : cols) c.csv[k] = std::make_unique<Csv>(c.out + "/" + k + ".csv", h);
+  if (log_engines && c.conv_api == "graph")
+    c.engines = std::make_unique<Csv>(
+        c.out + "/conv2d_engines.csv",
+        std::vector<std::string>{"kind", "pass", "math_mode", "dtype", "N", "C", "H", "W", "K", "R", "S", "stride_h",
+                                 "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "groups", "P", "Q", "rank", "heuristic",
+                                 "engine", "workspace_bytes", "time_s", "chosen", "source"});
   c.skipped = std::make_unique<Csv>(c.out + "/skipped.csv",
                                     std::vector<std::string>{"kind", "pass", "math_mode", "shape", "reason"});
 
