@@ -21,8 +21,8 @@ static double distance(const GpuSpec& a, const GpuSpec& b) {
 // peak well above the plain FP32 rate (H100 TF32 494.7 against 66.9 TF/s; V100 has no TF32 and runs
 // "fp32" convolutions at its FP32 rate). A measured kernel's shortfall from the roofline carries to
 // another GPU only where the kernel runs on the same kind of unit on both: scaled from H100's TF32
-// tensor-core convolutions, V100's FP32 ones came out 2.5 times slower than NVIDIA publishes
-// (docs/strategies.md), so such kernels take the target's roofline instead.
+// tensor-core convolutions, resnet50's training step on one V100 came out 2.6 times slower than
+// NVIDIA publishes (kernels_mlp/README.md, "Another GPU"), so such kernels take the target's roofline.
 static bool on_matrix_units(const GpuSpec& g, const KernelDesc& k) {
   if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm) return false;
   return g.peak_flops[static_cast<int>(k.math)] > 1.5 * g.peak_flops[static_cast<int>(MathMode::FP32)];
