@@ -185,7 +185,7 @@ Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cu
   float best_ms = 0;
   std::vector<GraphCandidate> candidates;
   for (size_t i = 0; i < plans.size(); ++i) {
-    candidates.push_back({plans[i].engine, plans[i].ws, plans[i].fallback, -1.0});
+    candidates.push_back({plans[i].engine, plans[i].ws, plans[i].fallback, -1.0, false});
     if (cudnnBackendExecute(h, plans[i].plan->d, pack->d) != CUDNN_STATUS_SUCCESS) {
       cudaError_t e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) {
@@ -220,6 +220,7 @@ Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cu
   p.choice.name = "eng" + std::to_string(plans[best].engine);
   p.choice.workspace = plans[best].ws;
   p.choice.tried = tried;
+  candidates[best].chosen = true;
   p.choice.candidates = std::move(candidates);
   return p;
 }

@@ -25,6 +25,7 @@ struct GraphCandidate {
   long long workspace;  // bytes
   bool fallback;        // from the FALLBACK heuristics (else INSTANT)
   double time_s;        // best of three; negative when it failed to execute
+  bool chosen;          // the one kept (an engine can appear several times with other knobs)
 };
 
 struct GraphPlanChoice {

@@ -300,8 +300,7 @@ struct Ctx {
                   const GraphCandidate& e = ch.candidates[r];
                   std::vector<std::string> ec(cells.begin(), cells.begin() + static_cast<long>(base.size()));
                   ec.insert(ec.end(), {I(static_cast<long long>(r)), e.fallback ? "fallback" : "instant", I(e.engine),
-                                       I(e.workspace), e.time_s < 0 ? "" : sig4(e.time_s),
-                                       "eng" + std::to_string(e.engine) == ch.name && e.workspace == ch.workspace ? "1" : "0",
+                                       I(e.workspace), e.time_s < 0 ? "" : sig4(e.time_s), e.chosen ? "1" : "0",
                                        it.source});
                   engines->row(ec);
                 }
