@@ -157,6 +157,7 @@ PredictorSet load_predictors(const std::string& dir) {
           m.feature_mean.size() != sizes.front() || m.feature_std.size() != sizes.front())
         throw InputError(where, "layer sizes do not match the features");
       // An ensemble's hidden layers are block-diagonal (one block per member): only the blocks are stored.
+      const bool stored_blocks = p.contains("weight_blocks");
       auto blocks = p.value("weight_blocks", std::vector<int>(sizes.size() - 1, 1));
       if (blocks.size() + 1 != sizes.size()) throw InputError(where + ".weight_blocks", "must have one entry per layer");
       for (size_t l = 0; l + 1 < sizes.size(); ++l) {
@@ -172,7 +173,8 @@ PredictorSet load_predictors(const std::string& dir) {
             for (int c = 0; c < bi; ++c) w(blk * bo + r, blk * bi + c) = weight(off++);
         Eigen::VectorXf b(out);
         for (int r = 0; r < out; ++r) b(r) = weight(off++);
-        m.diagonal_blocks.push_back(diagonal_block_count(w));
+        // Files written before weight_blocks existed stored ensembles dense: find their blocks.
+        m.diagonal_blocks.push_back(stored_blocks ? k : diagonal_block_count(w));
         m.weights.push_back(std::move(w));
         m.biases.push_back(std::move(b));
       }

@@ -17,19 +17,19 @@ static double distance(const GpuSpec& a, const GpuSpec& b) {
   return d;
 }
 
-// Whether a convolution or matmul runs at a matrix-unit (tensor-core) rate on this GPU: its math mode's
-// peak well above the plain FP32 rate (H100 TF32 494.7 against 66.9 TF/s; V100 has no TF32 and runs
+// Whether convolutions and matmuls of a math mode run at a matrix-unit (tensor-core) rate on this GPU:
+// the mode's peak well above the plain FP32 rate (H100 TF32 494.7 against 66.9 TF/s; V100 has no TF32 and runs
 // "fp32" convolutions at its FP32 rate). A measured kernel's shortfall from the roofline carries to
 // another GPU only where the kernel runs on the same kind of unit on both: scaled from H100's TF32
 // tensor-core convolutions, resnet50's training step on one V100 came out 2.6 times slower than
 // NVIDIA publishes (kernels_mlp/README.md, "Another GPU"), so such kernels take the target's roofline.
-static bool on_matrix_units(const GpuSpec& g, const KernelDesc& k) {
-  if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm) return false;
-  return g.peak_flops[static_cast<int>(k.math)] > 1.5 * g.peak_flops[static_cast<int>(MathMode::FP32)];
+static bool matrix_rate(const GpuSpec& g, MathMode m) {
+  return g.peak_flops[static_cast<int>(m)] > 1.5 * g.peak_flops[static_cast<int>(MathMode::FP32)];
 }
 
 bool MlpComputeModel::carries(const Source& s, const KernelDesc& k) const {
-  return on_matrix_units(s.gpu, k) == on_matrix_units(target_, k);
+  if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm) return true;
+  return matrix_rate(s.gpu, k.math) == matrix_rate(target_, k.math);
 }
 
 MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
@@ -55,8 +55,7 @@ std::string MlpComputeModel::note() const {
                       : "mlp predictors measured on " + first.name + ", scaled to " + target_.name + " by the ratio of their roofline times";
   if (sources_.size() > 1) n += " (kernels without one there: the next closest measured GPU's, scaled alike)";
   for (MathMode m : {MathMode::TF32, MathMode::BF16, MathMode::FP16}) {
-    KernelDesc conv{KernelKind::Conv2d, Pass::Fwd, m, 0, {}, "", 0, 0};
-    if (!carries(sources_.front(), conv)) {
+    if (matrix_rate(first, m) != matrix_rate(target_, m)) {
       n += "; convolutions and matmuls that run on tensor cores on only one of " + first.name + " and " + target_.name +
            " take the roofline";
       break;

@@ -59,8 +59,8 @@ TEST_CASE("accuracy: H100 harness runs within the issue's 5% mean error") {
 }
 
 TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets not met yet)") {
-  // Not the targets (PyTorch: median 5%, none beyond 15%; H200: median 10%), which are
-  // missed: see docs/accuracy.md. These bounds are what the model reaches now, a little above it
+  // Not the targets (PyTorch: median 5%, none beyond 15%, missed: docs/accuracy.md; H200's
+  // what-if median of 10% is checked by the next test). These bounds are what the model reaches now, a little above it
   // (H200 harness runs, which predate the harness's fixes: 9.6% mean, 6.0% median with the three-layer
   // conv2d predictors of 2026-11-27; 9.9% and 6.7% with the two-layer ones, 9.8% and 5.9% before). PyTorch: H100 11.0% / 6.3%, H200 15.5% / 8.9%
   // since PyTorch's own bias, pooling and activation kernels were measured (validation/data/h100-sxm/

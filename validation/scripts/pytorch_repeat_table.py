@@ -10,10 +10,6 @@ and the summary figures that docs/accuracy.md quotes.
 import argparse, glob, json, math, os, statistics, subprocess
 
 
-def median_ms(path):
-    return json.load(open(path))["iteration_time_s"]["median"] * 1e3
-
-
 def predicted_ms(dtsim, path):
     out = subprocess.run([dtsim, "validate", "--format", "json", "--measured", path], check=True,
                          capture_output=True, text=True).stdout
@@ -26,21 +22,22 @@ def main():
     ap.add_argument("--repeats", required=True, help="folder with round1/, round2/, ... of measured runs")
     ap.add_argument("--committed", required=True, help="folder of the committed runs of the same configurations")
     a = ap.parse_args()
-    runs = {}
+    runs = {}  # configuration -> [(file, run JSON)], each file read once
     for f in sorted(glob.glob(os.path.join(a.repeats, "round*", "*.json"))):
-        runs.setdefault(os.path.basename(f)[:-5], []).append(f)
+        runs.setdefault(os.path.basename(f)[:-5], []).append((f, json.load(open(f))))
+    ms_of = lambda run: run["iteration_time_s"]["median"] * 1e3
     print("| configuration | fresh processes (ms) | max/min - 1 | host probe conv2d (us) | committed run (ms) "
           "| dtsim (ms) | dtsim vs repeats | dtsim vs committed |")
     print("|---|---|---:|---|---:|---:|---|---:|")
     spreads, off, committed_off = [], 0, []
     for name, files in sorted(runs.items()):
-        t = [median_ms(f) for f in files]
-        probe = [json.load(open(f))["host_probe_us"]["before"]["conv2d"] for f in files]
+        t = [ms_of(j) for _, j in files]
+        probe = [j["host_probe_us"]["before"]["conv2d"] for _, j in files]
         spread = max(t) / min(t) - 1
-        pred = predicted_ms(a.dtsim, files[0])
+        pred = predicted_ms(a.dtsim, files[0][0])
         errs = [pred / x - 1 for x in t]
         com = os.path.join(a.committed, name + ".json")
-        c = median_ms(com) if os.path.exists(com) else None
+        c = ms_of(json.load(open(com))) if os.path.exists(com) else None
         if len(t) >= 3:
             spreads.append(spread)
             m = statistics.median(t)
@@ -60,7 +57,7 @@ def main():
     for files in runs.values():
         if len(files) < 3:
             continue
-        js = [json.load(open(f)) for f in files]
+        js = [j for _, j in files]
         t = [math.log(j["iteration_time_s"]["median"]) for j in js]
         p = [0.5 * math.log(j["host_probe_us"]["before"]["conv2d"] * j["host_probe_us"]["after"]["conv2d"]) for j in js]
         dx += [v - sum(p) / len(p) for v in p]
