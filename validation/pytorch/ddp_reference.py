@@ -137,6 +137,8 @@ def run_config(rank, world, name, batch, prec, a):
     crit = torch.nn.CrossEntropyLoss()
     xs, ys = make_batches(batch, size, 1000, rank, a.nbatches, device, torch.float32)
     bf16 = prec == "bf16"
+    fp16 = prec == "fp16"  # autocast float16 with GradScaler, as PyTorch's AMP recipe
+    scaler = torch.amp.GradScaler("cuda", enabled=fp16)
     n_it = a.warmup + a.iters
     # Peak memory of this configuration alone (model, optimizer state, DDP buckets, activations):
     # what dtsim's memory model predicts as allocated_peak_bytes.
@@ -163,13 +165,14 @@ def run_config(rank, world, name, batch, prec, a):
         ev[4 * it].record()
         x, y = xs[it % a.nbatches], ys[it % a.nbatches]
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast("cuda", dtype=torch.float16 if fp16 else torch.bfloat16, enabled=bf16 or fp16):
             out = ddp(x)
             loss = crit(out, y)
         ev[4 * it + 1].record()
-        loss.backward()
+        scaler.scale(loss).backward()
         ev[4 * it + 2].record()
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         ev[4 * it + 3].record()
         if a.sync_every_step:
             torch.cuda.synchronize()
@@ -214,6 +217,9 @@ def run_config(rank, world, name, batch, prec, a):
             "precision": prec,
             "precision_detail": ("torch.autocast(cuda, bfloat16) around forward and loss; fp32 parameters, fp32 "
                                  "gradients, fp32 all-reduce" if bf16 else
+                                 "torch.autocast(cuda, float16) around forward and loss, torch.amp.GradScaler "
+                                 "(scale, unscale + inf check in step, update); fp32 parameters, gradients and "
+                                 "all-reduce" if fp16 else
                                  "fp32; PyTorch defaults: TF32 allowed for cuDNN convolutions, not for matmuls"),
             "optimizer": {"name": "sgd_momentum", "lr": a.lr, "momentum": 0.9, "weight_decay": 1e-4,
                           "impl": "torch.optim.SGD (foreach default)"},
