@@ -75,9 +75,10 @@ Pass parse_pass(const std::string& s, const std::string& where) {
 // The harness's math-mode column against dtsim's: "fp32" is PyTorch's default (TF32 convolutions).
 MathMode parse_math(const std::string& s, KernelKind kind, const std::string& where) {
   if (s == "bf16") return MathMode::BF16;
+  if (s == "fp16") return MathMode::FP16;
   if (s == "any") return MathMode::FP32;  // kernels whose math does not change with the mode (the FP32 optimizer)
   if (s == "fp32") return kind == KernelKind::Conv2d ? MathMode::TF32 : MathMode::FP32;
-  throw InputError(where + ", column math_mode", "unknown math mode '" + s + "' (fp32, bf16)");
+  throw InputError(where + ", column math_mode", "unknown math mode '" + s + "' (fp32, bf16, fp16)");
 }
 
 bool kernel_from_row(const Row& r, KernelDesc& k) {
@@ -165,6 +166,12 @@ std::vector<Sample> read_kernel_csv(const std::string& path) {
     if (!kernel_from_row(r, s.kernel)) continue;
     s.time_s = r.number("time_median_s");
     if (!(s.time_s > 0)) throw InputError(where + ", column time_median_s", "must be positive");
+    if (col.count("split")) {
+      const std::string& part = r.str("split");
+      if (part != "train" && part != "heldout") throw InputError(where + ", column split", "'" + part + "' is neither train nor heldout");
+      s.beyond = part == "heldout";
+    }
+    if (col.count("time_graph_s") && r.str("time_graph_s") != "nan") s.graph_time_s = r.number("time_graph_s");
     s.key = predictor_key(s.kernel);
     if (!s.key.empty()) out.push_back(std::move(s));
   }

@@ -3,6 +3,7 @@
 // shape fields by name, time statistics, provenance beside them), read back as KernelDescs so that
 // the features of a measured kernel and of a predicted one come from the same code.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,8 +14,13 @@ namespace dtsim::mlp {
 
 struct Sample {
   KernelDesc kernel;
-  double time_s = 0;  // median over repeats
+  double time_s = 0;  // median over repeats, back to back on one stream (the harness's definition)
   std::string key;    // predictor_key(kernel)
+  // Files with a `split` column (validation/pytorch/kernel_sweep.py) decide it from the shape before
+  // anything is fitted: "heldout" rows lie beyond the training range and are never trained on.
+  bool beyond = false;
+  // GPU time alone (a CUDA-graph replay of many calls), where the file has `time_graph_s`; else NaN.
+  double graph_time_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Reads one kernel CSV; rows whose kind has no predictor key are skipped. Malformed files are

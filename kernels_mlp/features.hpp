@@ -12,8 +12,8 @@
 namespace dtsim::mlp {
 
 // "fp32" (PyTorch's default math: TF32 convolutions, strict FP32 matmuls and FP32 vector kernels)
-// or "bf16" — the math modes the harness measures; "" when a kernel runs in a mode without data
-// (TF32 or FP16 matmuls, FP16 anything).
+// or "bf16" (BF16 and FP16: the same kernels on the same bytes, measured) — the math modes the harness
+// measures; "" when a kernel runs in a mode without data (TF32 matmuls, strict FP32 convolutions).
 std::string dataset_math(const KernelDesc& k);
 
 // "conv2d/fwd/fp32", "pool/bwd/bf16/max"; "" when no dataset can cover the kernel.

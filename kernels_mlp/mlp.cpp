@@ -19,9 +19,25 @@ namespace dtsim::mlp {
 
 namespace fs = std::filesystem;
 
-void Mlp::predict_log_ratio(const Eigen::MatrixXf& raw, Eigen::VectorXf& log_ratio) const {
-  // Rows are kernels. Normalise, then affine + ReLU through the hidden layers, affine out.
-  Eigen::MatrixXf h = (raw.rowwise() - feature_mean.transpose()).array().rowwise() / feature_std.transpose().array();
+void Mlp::predict_log_ratio(const Eigen::MatrixXf& raw, Eigen::VectorXf& log_ratio, std::vector<bool>* in_range) const {
+  // Rows are kernels. Clamp to the training range, normalise, then affine + ReLU through the hidden
+  // layers, affine out.
+  Eigen::MatrixXf h;
+  if (feature_min.size() == raw.cols()) {
+    Eigen::MatrixXf clamped = raw;
+    for (Eigen::Index c = 0; c < raw.cols(); ++c) clamped.col(c) = raw.col(c).cwiseMax(feature_min(c)).cwiseMin(feature_max(c));
+    if (in_range) {
+      in_range->resize(static_cast<size_t>(raw.rows()));
+      // A little slack: a feature computed in float at the range's edge is still measured ground.
+      const Eigen::VectorXf slack = 1e-3f * (feature_max - feature_min).cwiseAbs() + Eigen::VectorXf::Constant(raw.cols(), 1e-5f);
+      for (Eigen::Index r = 0; r < raw.rows(); ++r)
+        (*in_range)[static_cast<size_t>(r)] = ((raw.row(r) - clamped.row(r)).cwiseAbs().array() <= slack.transpose().array()).all();
+    }
+    h = (clamped.rowwise() - feature_mean.transpose()).array().rowwise() / feature_std.transpose().array();
+  } else {
+    if (in_range) in_range->assign(static_cast<size_t>(raw.rows()), true);
+    h = (raw.rowwise() - feature_mean.transpose()).array().rowwise() / feature_std.transpose().array();
+  }
   for (size_t l = 0; l < weights.size(); ++l) {
     const auto& w = weights[l];
     const int nb = l < diagonal_blocks.size() ? diagonal_blocks[l] : 1;
@@ -79,9 +95,10 @@ class FlushSubnormals {
 };
 }  // namespace
 
-void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds) const {
+void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range) const {
   const FlushSubnormals flush;
   seconds.assign(kernels.size(), std::numeric_limits<double>::quiet_NaN());
+  if (in_range) in_range->assign(kernels.size(), true);
   // Group kernels by predictor so that each MLP runs once over a matrix of kernels.
   std::map<const Mlp*, std::vector<size_t>> groups;
   for (size_t i = 0; i < kernels.size(); ++i)
@@ -98,8 +115,12 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
       for (Eigen::Index c = 0; c < nf; ++c) x(static_cast<Eigen::Index>(r), c) = static_cast<float>(f[c]);
     }
     Eigen::VectorXf y;
-    m->predict_log_ratio(x, y);
-    for (size_t r = 0; r < idx.size(); ++r) seconds[idx[r]] = baseline.seconds(kernels[idx[r]]) * std::exp(y(static_cast<Eigen::Index>(r)));
+    std::vector<bool> inside;
+    m->predict_log_ratio(x, y, &inside);
+    for (size_t r = 0; r < idx.size(); ++r) {
+      seconds[idx[r]] = baseline.seconds(kernels[idx[r]]) * std::exp(y(static_cast<Eigen::Index>(r)));
+      if (in_range) (*in_range)[idx[r]] = inside[r];
+    }
   }
 }
 
@@ -151,6 +172,14 @@ PredictorSet load_predictors(const std::string& dir) {
       m.target_mean = p.at("target_mean").get<float>();
       m.target_std = p.at("target_std").get<float>();
       m.heldout = p.value("heldout", Json::object());
+      if (p.contains("feature_min") != p.contains("feature_max")) throw InputError(where, "feature_min and feature_max come together");
+      if (p.contains("feature_min")) {
+        m.feature_min = vec(p.at("feature_min"), where + ".feature_min");
+        m.feature_max = vec(p.at("feature_max"), where + ".feature_max");
+        if (m.feature_min.size() != static_cast<Eigen::Index>(m.feature_names.size()) || m.feature_max.size() != m.feature_min.size() ||
+            (m.feature_max.array() < m.feature_min.array()).any())
+          throw InputError(where + ".feature_min", "must have one entry per feature, each at most its feature_max");
+      }
       auto sizes = p.at("layers").get<std::vector<int>>();
       size_t off = p.at("weights_offset").get<size_t>();
       if (sizes.size() < 2 || static_cast<size_t>(sizes.front()) != m.feature_names.size() || sizes.back() != 1 ||
@@ -241,6 +270,10 @@ void write_predictors(const std::string& dir, const Json& manifest_base, const s
     p["features"] = m.feature_names;
     p["feature_mean"] = std::vector<float>(m.feature_mean.data(), m.feature_mean.data() + m.feature_mean.size());
     p["feature_std"] = std::vector<float>(m.feature_std.data(), m.feature_std.data() + m.feature_std.size());
+    if (m.feature_min.size()) {
+      p["feature_min"] = std::vector<float>(m.feature_min.data(), m.feature_min.data() + m.feature_min.size());
+      p["feature_max"] = std::vector<float>(m.feature_max.data(), m.feature_max.data() + m.feature_max.size());
+    }
     p["target_mean"] = m.target_mean;
     p["target_std"] = m.target_std;
     std::vector<int> sizes = {static_cast<int>(m.feature_names.size())}, blocks;

@@ -29,9 +29,15 @@ struct Mlp {
   // two hidden layers is block-diagonal; inference multiplies the blocks alone (found at load).
   std::vector<int> diagonal_blocks;
   Json heldout;  // the error the trainer measured: rows, mape, median_ape, max_ape
+  // The range of each raw feature over the training rows (manifest feature_min / feature_max; empty in
+  // files written before they existed). A kernel outside it is an extrapolation: its features are
+  // clamped to the range, so that a ReLU network's linear growth beyond the data cannot carry a kernel
+  // past the roofline; the efficiency of the nearest measured kernels is held instead.
+  Eigen::VectorXf feature_min, feature_max;
 
-  // log(seconds / baseline) for each row of raw (unnormalised) features.
-  void predict_log_ratio(const Eigen::MatrixXf& raw_features, Eigen::VectorXf& log_ratio) const;
+  // log(seconds / baseline) for each row of raw (unnormalised) features; with `in_range`, whether each
+  // row lay inside the training range (always true where the manifest has no range).
+  void predict_log_ratio(const Eigen::MatrixXf& raw_features, Eigen::VectorXf& log_ratio, std::vector<bool>* in_range = nullptr) const;
 };
 
 struct PredictorSet {
@@ -43,8 +49,9 @@ struct PredictorSet {
   std::map<std::string, Mlp> by_key;
 
   const Mlp* find(const std::string& key) const;
-  // Seconds on the measured GPU for every kernel a predictor covers; NaN for the others.
-  void predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds) const;
+  // Seconds on the measured GPU for every kernel a predictor covers; NaN for the others. With
+  // `in_range`, whether each covered kernel lay inside its predictor's training range.
+  void predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range = nullptr) const;
 };
 
 // The largest E <= 16 dividing both sides of w such that w is zero outside E equal diagonal blocks.

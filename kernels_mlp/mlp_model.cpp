@@ -73,11 +73,13 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
   for (size_t i = 0; i < ks.size(); ++i) open[i] = i;
   std::vector<KernelDesc> batch;
   std::vector<double> measured;
+  std::vector<bool> in_range;
+  size_t floored = 0;
   for (const auto& src : sources_) {
     if (open.empty()) break;
     batch.clear();
     for (size_t i : open) batch.push_back(ks[i]);
-    src.set->predict(batch, measured);
+    src.set->predict(batch, measured, &in_range);
     RooflineModel measured_roof(src.gpu);
     const double fixed_diff_s = target_.kernel_overhead_s - src.gpu.kernel_overhead_s;
     std::vector<size_t> still;
@@ -88,9 +90,20 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
       }
       KernelTime& t = out[open[j]];
       t.seconds = measured[j] * ((t.seconds - fixed_diff_s) / measured_roof.time(batch[j]).seconds) + fixed_diff_s;
+      t.source = TimeSource::Mlp;
+      t.in_range = in_range[j];
+      // Physics is a floor on every GPU. The predictors' features are clamped to their training range,
+      // so they do not run away beyond it; this catches what is left (a what-if scaling across GPUs
+      // whose binding resource differs, a predictor's error at the edge of the data), and is counted.
+      const double floor_s = physics_floor_s(batch[j], target_);
+      if (t.seconds < floor_s) {
+        t.seconds = floor_s;
+        ++floored;
+      }
     }
     open.swap(still);
   }
+  floored_ += floored;
 }
 
 KernelTime MlpComputeModel::time(const KernelDesc& k) const {

@@ -4,6 +4,7 @@
 // difference of their fixed per-kernel costs) — the identity on the measured GPU itself, the what-if
 // scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time, and
 // so do convolutions and matmuls that run on tensor cores on only one of the two GPUs.
+#include <atomic>
 #include <memory>
 
 #include "kernels_mlp/mlp.hpp"
@@ -27,6 +28,9 @@ class MlpComputeModel : public ComputeModel {
   const GpuSpec& measured_gpu() const { return sources_.front().gpu; }
   // Whether a measured predictor (rather than the roofline) times this kernel.
   bool covers(const KernelDesc& k) const;
+  // Kernels whose predicted time fell below physics_floor_s and was raised to it (tests and diagnosis:
+  // the predictors themselves should not go there).
+  size_t floored() const { return floored_; }
 
  private:
   struct Source {
@@ -37,6 +41,7 @@ class MlpComputeModel : public ComputeModel {
   bool carries(const Source& s, const KernelDesc& k) const;
   GpuSpec target_;
   std::vector<Source> sources_;  // closest first
+  mutable std::atomic<size_t> floored_{0};
 };
 
 }  // namespace dtsim::mlp

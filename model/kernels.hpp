@@ -26,6 +26,7 @@ const char* math_name(MathMode m);
 // Eltwise: what imported models need beyond these (a per-channel multiply, a transpose, an operator
 // dtsim does not know): a memory-bound kernel known only by the elements it reads and writes.
 enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise };
+constexpr int kKernelKinds = static_cast<int>(KernelKind::Eltwise) + 1;
 enum class Pass { Fwd, BwdData, BwdFilter, BwdWeight, Bwd, Update };
 const char* kind_name(KernelKind k);
 const char* pass_name(Pass p);
@@ -67,6 +68,9 @@ struct IterationKernels {
   std::vector<KernelDesc> forward;   // graph order
   std::vector<KernelDesc> backward;  // reverse graph order; the loss's backward first
   std::vector<KernelDesc> update;    // optimizer
+  // The host waits for the GPU after issuing this many update kernels (0: never): fp16's GradScaler
+  // reads its inf flag back (found_inf.item()) before it lets the optimizer step.
+  size_t update_host_sync_after = 0;
 };
 
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p);

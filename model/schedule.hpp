@@ -1,6 +1,7 @@
 #pragma once
 // The iteration schedule (DESIGN §3): one host thread issuing kernels to a compute stream, gradient
 // buckets all-reduced on a communication stream as they fill, then the optimizer.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +38,12 @@ struct KernelSpan {
   double host_s = 0;  // host time spent issuing it (ends at issue_s)
 };
 
+// GPU time per kernel kind by what priced it (roofline/compute_model.hpp TimeSource), and the part of
+// the measured predictors' time that lay outside their training range.
+struct KindPricing {
+  double mlp_s = 0, roofline_s = 0, extrapolated_s = 0;
+};
+
 struct IterationTimeline {
   double iteration_s = 0;
   double compute_s = 0;               // GPU busy with kernels
@@ -50,6 +57,8 @@ struct IterationTimeline {
   std::vector<LayerTimes> layers;     // per graph layer
   std::vector<GradientBucket> buckets;
   std::vector<KernelSpan> kernels;    // filled when asked for
+  std::array<KindPricing, kKernelKinds> pricing{};  // by KernelKind
+  double extrapolated_s = 0;          // GPU time priced by predictors outside their training range
 };
 
 struct ScheduleOptions {

@@ -12,9 +12,16 @@
 
 namespace dtsim {
 
+// What priced a kernel: the analytical roofline, or a predictor trained on measured kernels.
+enum class TimeSource { Roofline, Mlp };
+
 struct KernelTime {
   double seconds = 0;
   bool memory_bound = false;  // limited by bytes rather than FLOPs
+  TimeSource source = TimeSource::Roofline;
+  // A measured predictor's kernel inside the range of the shapes it was trained on; false where it
+  // extrapolates (features clamped to the training range). Roofline times are analytical: true.
+  bool in_range = true;
 };
 
 class ComputeModel {
@@ -63,5 +70,10 @@ std::vector<std::string> compute_model_names();
 // The roofline's two floors, exposed for tests and the what-if ratio of later predictors.
 double roofline_compute_s(const KernelDesc& k, const GpuSpec& gpu);
 double roofline_memory_s(const KernelDesc& k, const GpuSpec& gpu);
+
+// Physics: no kernel runs faster than its FLOPs at the datasheet peak of the math unit it runs on, or
+// its minimum bytes at the datasheet memory bandwidth (no attainment factors). Every compute model's
+// time is at least this.
+double physics_floor_s(const KernelDesc& k, const GpuSpec& gpu);
 
 }  // namespace dtsim

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <unistd.h>
 
@@ -65,6 +66,10 @@ struct Options {
   std::string joint;
   int batch = 1024;  // minibatch rows
   bool extra_features = false;  // also the optional features (features.hpp: extra_feature_names)
+  // No training: write each predictor's training range (feature_min / feature_max) into the predictor
+  // folder given, from the training rows of --data / --files (the files it was trained on).
+  std::string add_ranges;
+  double min_time_s = 0;  // --evaluate: only rows whose measured time is at least this
 };
 
 struct ErrorStats {
@@ -242,6 +247,14 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
   for (size_t gi = 0; gi < keys.size(); ++gi) {
     Mlp mk = m;
     mk.key = keys[gi];
+    // The training range of this key's own rows: inference clamps to it and calls the rest extrapolation.
+    mk.feature_min = Eigen::VectorXf::Constant(nf, std::numeric_limits<float>::max());
+    mk.feature_max = Eigen::VectorXf::Constant(nf, std::numeric_limits<float>::lowest());
+    for (int64_t i = 0; i < n; ++i)
+      if (group_of[i] == static_cast<int64_t>(gi)) {
+        mk.feature_min = mk.feature_min.cwiseMin(x.row(i).transpose());
+        mk.feature_max = mk.feature_max.cwiseMax(x.row(i).transpose());
+      }
     std::vector<std::vector<RowMatrix>> mw = member_w;
     std::vector<std::vector<Eigen::VectorXf>> mb = member_b;
     if (ng)  // the key's constant one-hot input, folded into the first layer's bias
@@ -272,37 +285,113 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
   return out;
 }
 
-// Every row of another GPU's data through the shipped predictors (scaled by the roofline ratio when
-// they were measured elsewhere), beside the plain roofline's error on the same rows.
-int evaluate(const std::map<std::string, std::vector<Sample>>& by_key, const GpuSpec& gpu) {
+// Every row of --data through the shipped predictors (scaled by the roofline ratio when they were
+// measured elsewhere), beside the plain roofline's error on the same rows. Rows of files with a split
+// column are reported apart where they lie beyond the training range, and rows with a CUDA-graph time
+// are also scored against it (GPU time alone).
+int evaluate(const std::map<std::string, std::vector<Sample>>& by_key, const GpuSpec& gpu, double min_time_s, const std::string& dump_path) {
+  std::string dump = "key,part,shape,flops,measured_s,graph_s,predicted_s,in_range\n";
   MlpComputeModel model(gpu);
   RooflineModel roof(gpu);
   std::printf("%s\n", model.note().c_str());
-  std::printf("%-30s %7s %9s %9s %9s %9s\n", "predictor", "rows", "MAPE", "median", "bias", "roofline");
-  double sum = 0;
-  size_t n = 0;
+  if (min_time_s > 0) std::printf("rows measured at least %.3g s\n", min_time_s);
+  std::printf("%-30s %-7s %6s %8s %8s %8s %8s %8s %7s\n", "predictor", "part", "rows", "MAPE", "median", "bias", "graph", "roofline",
+              "extrap");
+  struct Sum {
+    double ape = 0, graph_ape = 0;
+    size_t n = 0, graph_n = 0;
+  };
+  std::map<std::string, Sum> total;
   for (const auto& [key, samples] : by_key) {
-    std::vector<KernelDesc> ks;
-    std::vector<double> measured, roofline;
-    for (const auto& s : samples) {
-      if (!model.covers(s.kernel)) break;
-      ks.push_back(s.kernel);
-      measured.push_back(s.time_s);
-      roofline.push_back(roof.time(s.kernel).seconds);
+    for (int beyond = 0; beyond < 2; ++beyond) {
+      std::vector<KernelDesc> ks;
+      std::vector<const Sample*> rows;
+      for (const auto& s : samples)
+        if (s.beyond == (beyond == 1) && s.time_s >= min_time_s && model.covers(s.kernel)) ks.push_back(s.kernel), rows.push_back(&s);
+      if (ks.empty()) continue;
+      std::vector<KernelTime> t;
+      model.times(ks, t);
+      std::vector<double> predicted, measured, roofline, pg, mg;
+      size_t extrapolated = 0;
+      for (size_t i = 0; i < ks.size(); ++i) {
+        predicted.push_back(t[i].seconds);
+        measured.push_back(rows[i]->time_s);
+        roofline.push_back(roof.time(ks[i]).seconds);
+        extrapolated += !t[i].in_range;
+        if (!std::isnan(rows[i]->graph_time_s)) pg.push_back(t[i].seconds), mg.push_back(rows[i]->graph_time_s);
+        if (!dump_path.empty()) {
+          std::string shape;
+          for (size_t f = 0; f < kernel_shape_fields(ks[i].kind).size(); ++f) shape += (f ? " " : "") + std::to_string(ks[i].shape[f]);
+          char b[160];
+          std::snprintf(b, sizeof b, ",%.4g,%.4g,%.4g,%.4g,%d\n", ks[i].flops, rows[i]->time_s, rows[i]->graph_time_s, t[i].seconds, t[i].in_range ? 1 : 0);
+          dump += key + "," + (beyond ? "beyond" : "all") + "," + shape + b;
+        }
+      }
+      ErrorStats e = error_stats(predicted, measured), r = error_stats(roofline, measured), g = error_stats(pg, mg);
+      double bias = 0;  // mean signed error: positive when predictions are too slow
+      for (size_t i = 0; i < measured.size(); ++i) bias += (predicted[i] - measured[i]) / measured[i] / measured.size();
+      const char* part = beyond ? "beyond" : "all";
+      char gs[16] = "-";
+      if (g.rows) std::snprintf(gs, sizeof gs, "%7.2f%%", 100 * g.mape);
+      std::printf("%-30s %-7s %6zu %7.2f%% %7.2f%% %+7.2f%% %8s %7.2f%% %6zu\n", key.c_str(), part, e.rows, 100 * e.mape, 100 * e.median_ape,
+                  100 * bias, gs, 100 * r.mape, extrapolated);
+      Sum& sm = total[std::string(part) + " " + key.substr(0, key.find('/'))];
+      sm.ape += e.mape * e.rows, sm.n += e.rows, sm.graph_ape += g.mape * g.rows, sm.graph_n += g.rows;
     }
-    if (ks.empty()) continue;
-    std::vector<KernelTime> t;
-    model.times(ks, t);
-    std::vector<double> predicted;
-    for (const auto& x : t) predicted.push_back(x.seconds);
-    ErrorStats e = error_stats(predicted, measured), r = error_stats(roofline, measured);
-    double bias = 0;  // mean signed error: positive when predictions are too slow
-    for (size_t i = 0; i < measured.size(); ++i) bias += (predicted[i] - measured[i]) / measured[i] / measured.size();
-    std::printf("%-30s %7zu %8.2f%% %8.2f%% %+8.2f%% %8.2f%%\n", key.c_str(), e.rows, 100 * e.mape, 100 * e.median_ape, 100 * bias, 100 * r.mape);
-    sum += e.mape * e.rows;
-    n += e.rows;
   }
-  if (n) std::printf("all covered rows: %zu, MAPE %.2f%%\n", n, 100 * sum / n);
+  for (const auto& [what, sm] : total)
+    std::printf("%-20s rows %6zu  MAPE %6.2f%%  against graph time: %s\n", what.c_str(), sm.n, 100 * sm.ape / sm.n,
+                sm.graph_n ? (std::to_string(sm.graph_n) + " rows, " + std::to_string(100 * sm.graph_ape / sm.graph_n).substr(0, 5) + "%").c_str() : "-");
+  if (!dump_path.empty()) write_file_atomic(dump_path, dump);
+  return 0;
+}
+
+// --add-ranges: predictors trained before the manifest carried their training range get it from the
+// same rows they were trained on (the hash split's training part), their weights untouched.
+int add_ranges(const std::string& dir, const std::map<std::string, std::vector<Sample>>& by_key) {
+  PredictorSet set = load_predictors(dir);
+  Json manifest = set.manifest;
+  size_t done = 0;
+  for (Json& p : manifest.at("predictors")) {
+    const Mlp& m = set.by_key.at(p.at("key").get<std::string>());
+    auto it = by_key.find(m.key);
+    if (it == by_key.end()) continue;
+    const size_t nf = m.feature_names.size();
+    const bool extended = nf > feature_names(it->second.front().kernel.kind).size();
+    std::vector<float> lo(nf, std::numeric_limits<float>::max()), hi(nf, std::numeric_limits<float>::lowest());
+    std::vector<double> f;
+    size_t rows = 0;
+    for (const auto& s : it->second) {
+      if (s.beyond || is_heldout(s.kernel)) continue;
+      f.clear();
+      features(s.kernel, set.sm_count, set.baseline, f, extended);
+      for (size_t c = 0; c < nf; ++c) lo[c] = std::min(lo[c], static_cast<float>(f[c])), hi[c] = std::max(hi[c], static_cast<float>(f[c]));
+      ++rows;
+    }
+    if (rows == 0) continue;
+    p["feature_min"] = lo;
+    p["feature_max"] = hi;
+    // Held-out rows outside the training range are now clamped at inference: their error is remeasured
+    // (the figure before is kept beside it).
+    Mlp clamped = m;
+    clamped.feature_min = Eigen::Map<const Eigen::VectorXf>(lo.data(), static_cast<Eigen::Index>(nf));
+    clamped.feature_max = Eigen::Map<const Eigen::VectorXf>(hi.data(), static_cast<Eigen::Index>(nf));
+    std::vector<const Sample*> held;
+    std::vector<double> measured;
+    for (const auto& s : it->second)
+      if (!s.beyond && is_heldout(s.kernel)) held.push_back(&s), measured.push_back(s.time_s);
+    if (!held.empty() && p.contains("heldout") && p["heldout"].contains("mape")) {
+      const ErrorStats e = error_stats(predict_with(clamped, held, set.sm_count, set.baseline), measured);
+      Json& h = p["heldout"];
+      if (!h.contains("mape_unclamped")) h["mape_unclamped"] = h["mape"];
+      h["mape"] = e.mape;
+      h["median_ape"] = e.median_ape;
+      h["max_ape"] = e.max_ape;
+    }
+    ++done;
+  }
+  write_file_atomic(dir + "/manifest.json", manifest.dump(1) + "\n");
+  std::printf("training ranges written for %zu of %zu predictors in %s\n", done, manifest.at("predictors").size(), dir.c_str());
   return 0;
 }
 
@@ -325,6 +414,10 @@ int run(int argc, char** argv) {
   app.add_flag("--evaluate", opt.evaluate,
                "Score the shipped predictors (kernels_mlp/pretrained, or $DTSIM_PREDICTOR_DIR) on all rows of --data measured on --gpu, "
                "e.g. H100 predictors on H200 data; --out is ignored");
+  app.add_option("--add-ranges", opt.add_ranges,
+                 "Write the training range of each predictor of this folder into its manifest, from the training rows of "
+                 "--data/--files (no training)");
+  app.add_option("--min-time-s", opt.min_time_s, "--evaluate: score only rows measured at least this long (e.g. 20e-6)");
   app.add_flag("--validate", opt.validate,
                "Model selection: train on the training shapes whose hash is 2-4 mod 5 and report the error on those with 1 mod 5; "
                "held-out shapes are neither read nor reported and nothing is written");
@@ -388,7 +481,8 @@ int run(int argc, char** argv) {
   }
   if (by_key.empty()) throw InputError(data_dir, "no kernel rows to train on (expected the harness's CSVs)");
 
-  if (opt.evaluate) return evaluate(by_key, gpu);
+  if (opt.evaluate) return evaluate(by_key, gpu, opt.min_time_s, opt.dump);
+  if (!opt.add_ranges.empty()) return add_ranges(opt.add_ranges, by_key);
   if (opt.out.empty() && !opt.validate) throw InputError("--out", "required when training");
 
   Json manifest;
@@ -404,7 +498,9 @@ int run(int argc, char** argv) {
   if (opt.batch != 1024) manifest["trained_with"]["batch"] = opt.batch;
   if (opt.extra_features) manifest["trained_with"]["extra_features"] = true;
   Json data = Json::array();
-  for (const auto& f : files) data.push_back({{"file", fs::path(f).filename().string()}, {"fnv1a64", file_fnv1a64(f)}});
+  // Relative to data_dir, as --files named them (a file of a sibling folder as ../kernels_beyond/gemm.csv).
+  for (const auto& f : files)
+    data.push_back({{"file", fs::path(f).lexically_relative(data_dir).generic_string()}, {"fnv1a64", file_fnv1a64(f)}});
   manifest["data"] = std::move(data);
   // Relative to the repository root when run from it (as the README says), so tests can re-check it.
   manifest["data_dir"] = fs::path(data_dir).lexically_normal().string();
@@ -425,6 +521,7 @@ int run(int argc, char** argv) {
     auto& train = train_of[key];
     auto& held = held_of[key];
     for (const auto& s : samples) {
+      if (s.beyond) continue;  // beyond the training range by construction: scored by --evaluate, never trained on
       if (!opt.validate) (is_heldout(s.kernel) ? held : train).push_back(&s);
       else if (!is_heldout(s.kernel)) (shape_hash(s.kernel) % 5 == 1 ? held : train).push_back(&s);
     }

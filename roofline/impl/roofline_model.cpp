@@ -12,9 +12,14 @@ double roofline_memory_s(const KernelDesc& k, const GpuSpec& gpu) {
   return k.bytes / (gpu.memory_bandwidth_Bps * gpu.memory_efficiency);
 }
 
+double physics_floor_s(const KernelDesc& k, const GpuSpec& gpu) {
+  return std::max(k.flops / gpu.peak_flops[static_cast<int>(k.math)], k.bytes / gpu.memory_bandwidth_Bps);
+}
+
 KernelTime RooflineModel::time(const KernelDesc& k) const {
   double c = roofline_compute_s(k, gpu_), m = roofline_memory_s(k, gpu_);
-  return KernelTime{std::max(c, m) + gpu_.kernel_overhead_s, m > c};
+  // Attainment factors are at most 1 (gpu_spec.cpp), so this is never below physics_floor_s.
+  return KernelTime{std::max(c, m) + gpu_.kernel_overhead_s, m > c, TimeSource::Roofline, true};
 }
 
 }  // namespace dtsim
