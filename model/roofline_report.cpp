@@ -13,6 +13,8 @@ RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t bat
   RooflineReport r;
   r.model = g.name;
   r.gpu = c.gpu.name;
+  r.gpu_basis = c.gpu.basis;
+  r.gpu_basis_note = c.gpu.basis_note;
   r.precision = precision_name(p);
   r.batch_per_gpu = batch;
   r.peak_flops = c.gpu.peak_flops;
@@ -47,8 +49,14 @@ double ridge_intensity(const RooflineReport& r, MathMode m) { return r.peak_flop
 Json roofline_json(const RooflineReport& r) {
   Json peaks = Json::object(), ridges = Json::object();
   for (int m = 0; m < kMathModes; ++m) {
-    peaks[math_name(static_cast<MathMode>(m))] = r.peak_flops[m];
-    ridges[math_name(static_cast<MathMode>(m))] = ridge_intensity(r, static_cast<MathMode>(m));
+    const char* mode = math_name(static_cast<MathMode>(m));
+    if (r.peak_flops[m] > 0) {
+      peaks[mode] = r.peak_flops[m];
+      ridges[mode] = ridge_intensity(r, static_cast<MathMode>(m));
+    } else {  // no such math on this GPU
+      peaks[mode] = nullptr;
+      ridges[mode] = nullptr;
+    }
   }
   Json pts = Json::array();
   for (const auto& p : r.points)
@@ -57,6 +65,8 @@ Json roofline_json(const RooflineReport& r) {
                    {"bound", p.memory_bound ? "memory" : "compute"}});
   return Json{{"model", r.model},
               {"gpu", r.gpu},
+              {"gpu_basis", r.gpu_basis},
+              {"gpu_basis_note", r.gpu_basis_note},
               {"precision", r.precision},
               {"batch_per_gpu", r.batch_per_gpu},
               {"compute_model", r.compute_model},
@@ -76,8 +86,10 @@ std::string roofline_text(const RooflineReport& r) {
                   ": " + std::to_string(r.points.size()) + " kernels, " + fmt_time(r.total_s) + " of GPU time per iteration\n";
   s += "roofs: memory " + fmt_sig(r.memory_bandwidth_Bps / 1e9, 4) + " GB/s";
   for (int m = 0; m < kMathModes; ++m)
-    s += "; " + std::string(math_name(static_cast<MathMode>(m))) + " " + tflops(r.peak_flops[m]) + " TFLOP/s (ridge " +
-         fmt_sig(ridge_intensity(r, static_cast<MathMode>(m)), 3) + " FLOP/B)";
+    s += "; " + std::string(math_name(static_cast<MathMode>(m))) +
+         (r.peak_flops[m] > 0 ? " " + tflops(r.peak_flops[m]) + " TFLOP/s (ridge " + fmt_sig(ridge_intensity(r, static_cast<MathMode>(m)), 3) + " FLOP/B)"
+                              : " none");
+  s += "\ngpu numbers rest on: " + r.gpu_basis;
   s += "\n\n";
   // Per kind and pass.
   struct Agg {

@@ -29,8 +29,9 @@ struct RooflinePoint {
 
 struct RooflineReport {
   std::string model, gpu, precision, compute_model;
+  std::string gpu_basis, gpu_basis_note;  // what the GPU preset's numbers rest on (roofline/gpu_spec.hpp)
   int64_t batch_per_gpu = 0;
-  std::array<double, kMathModes> peak_flops{};
+  std::array<double, kMathModes> peak_flops{};  // 0: the GPU has no such math
   double memory_bandwidth_Bps = 0;
   double compute_efficiency = 1, memory_efficiency = 1;
   std::vector<RooflinePoint> points;  // forward, backward, update, in execution order

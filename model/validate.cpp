@@ -23,7 +23,11 @@ namespace {
 
 // The GPU preset (configs/gpus, configs/clusters) of a device name as NVML / PyTorch report it.
 std::string gpu_preset(const std::string& name) {
-  const std::pair<const char*, const char*> known[] = {{"H200", "h200-sxm"}, {"H100", "h100-sxm"}, {"A100", "a100-sxm"}, {"V100", "v100-sxm2"}};
+  // First match wins: the more specific names first ("NVIDIA H100 NVL", "NVIDIA H100 PCIe",
+  // "NVIDIA A100-SXM4-40GB" before "H100" and "A100").
+  const std::pair<const char*, const char*> known[] = {{"H200", "h200-sxm"}, {"H100 NVL", "h100-nvl"}, {"H100 PCIE", "h100-pcie"},
+                                                       {"H100", "h100-sxm"}, {"A100-SXM4-40GB", "a100-40gb-sxm"}, {"A100", "a100-sxm"},
+                                                       {"V100", "v100-sxm2"}, {"L40S", "l40s"},           {"B200", "b200"}};
   std::string upper = name;
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   for (const auto& [key, preset] : known)
@@ -145,7 +149,7 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
   r.gpu_name = gpu.str("name");
   std::string short_name = gpu.str_or("short_name", "");
   r.cluster = gpu_preset(short_name.empty() ? r.gpu_name : short_name);
-  if (r.cluster.empty()) gpu.fail("name", "no GPU preset for '" + r.gpu_name + "' (known: H100, H200, A100, V100)");
+  if (r.cluster.empty()) gpu.fail("name", "no GPU preset for '" + r.gpu_name + "' (known: H100 [SXM, PCIe, NVL], H200, A100 [80GB, SXM4-40GB], V100, L40S, B200)");
   r.date_utc = prov.str_or("date_utc", "");
   // Versions: the harness keeps them under provenance.software, the PyTorch script at the top.
   std::vector<std::string> parts;

@@ -13,11 +13,28 @@ GpuSpec parse_gpu(JsonObject o) {
   o.str_or("description", "");
   if (o.has("sources")) o.raw("sources");  // citations, free-form
   JsonObject peak = o.object("peak_tflops");
-  for (int m = 0; m < kMathModes; ++m)
-    g.peak_flops[m] = peak.positive(math_name(static_cast<MathMode>(m)), 1e6) * 1e12;
+  // All four modes must be named; tf32, bf16 and fp16 may be null (the GPU has no such units).
+  constexpr int kFp32 = static_cast<int>(MathMode::FP32);
+  g.peak_flops[kFp32] = peak.positive(math_name(MathMode::FP32), 1e6) * 1e12;
+  g.native[kFp32] = true;
+  for (int m = 0; m < kMathModes; ++m) {
+    if (m == kFp32) continue;
+    const char* key = math_name(static_cast<MathMode>(m));
+    if (peak.has(key) && peak.raw(key).is_null()) {
+      g.native[m] = false;
+      g.peak_flops[m] = static_cast<MathMode>(m) == MathMode::TF32 ? g.peak_flops[kFp32] : 0.0;
+    } else {
+      g.native[m] = true;
+      g.peak_flops[m] = peak.positive(key, 1e6) * 1e12;
+    }
+  }
   peak.reject_unknown();
   g.memory_bandwidth_Bps = o.positive("memory_bandwidth_GBps", 1e6) * 1e9;
-  g.memory_bytes = o.positive("memory_GB", 1e6) * 1e9;
+  if (o.has("memory_GB"))
+    o.fail("memory_GB",
+           "renamed to memory_GiB: the capacity in GiB (2^30 bytes), as nvidia-smi counts it (an \"80 GB\" H100 has 80 GiB, "
+           "81559 MiB in nvidia-smi; the old key was read as 80e9 bytes)");
+  g.memory_bytes = o.positive("memory_GiB", 1e6) * 1073741824.0;
   g.sm_count = static_cast<int>(o.integer("sm_count", 1, 100000));
   JsonObject r = o.object("roofline");
   g.compute_efficiency = r.number("compute_efficiency", 1e-3, 1.0);
@@ -25,6 +42,17 @@ GpuSpec parse_gpu(JsonObject o) {
   g.kernel_overhead_s = r.number("kernel_overhead_s", 0.0, 1.0);
   r.str_or("note", "");
   r.reject_unknown();
+  if (o.has("basis")) {
+    g.basis = o.str("basis");
+    bool known = false;
+    std::string names;
+    for (const char* b : kGpuBases) {
+      known = known || g.basis == b;
+      names += std::string(names.empty() ? "" : ", ") + b;
+    }
+    if (!known) o.fail("basis", "must be one of " + names + ", got '" + g.basis + "'");
+  }
+  g.basis_note = o.str_or("basis_note", "");
   o.reject_unknown();
   return g;
 }

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 
+#include "common/error.hpp"
+
 namespace dtsim {
 
 double roofline_compute_s(const KernelDesc& k, const GpuSpec& gpu) {
-  return k.flops / (gpu.peak_flops[static_cast<int>(k.math)] * gpu.compute_efficiency);
+  const double peak = gpu.peak_flops[static_cast<int>(k.math)];
+  // A GPU without units for the mode (peak_tflops null, e.g. V100 and bf16): no rate to divide by.
+  if (!(peak > 0))
+    throw InputError("gpu " + gpu.name, std::string("has no ") + math_name(k.math) + " math (peak_tflops." + math_name(k.math) +
+                                            " is null in its spec): it cannot run this precision");
+  return k.flops / (peak * gpu.compute_efficiency);
 }
 
 double roofline_memory_s(const KernelDesc& k, const GpuSpec& gpu) {
