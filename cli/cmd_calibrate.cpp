@@ -66,6 +66,7 @@ class CalibrateCommand : public Command {
     s += "\nchannels " + std::to_string(r.tuning.channels) + "\n";
     s += "median |error| " + pct(r.median_abs_error) + ", max " + pct(r.max_abs_error) + " (before: median " + pct(r.median_abs_error_before) +
          ", max " + pct(r.max_abs_error_before) + ")\n";
+    if (!r.held_back.empty()) s += "held back: " + r.held_back + "\n";
     if (out_.empty()) s += "(no --out: the calibrated cluster was not written)\n";
     return s;
   }
@@ -83,6 +84,7 @@ class CalibrateCommand : public Command {
               {"median_abs_error_before", r.median_abs_error_before},
               {"max_abs_error_before", r.max_abs_error_before},
               {"nccl", nccl_tuning_json(r.tuning)}};
+    if (!r.held_back.empty()) j["held_back"] = r.held_back;
     if (!out_.empty()) j["out"] = out_;
     return dump(j);
   }
