@@ -76,7 +76,7 @@ TEST_CASE("calibrate: recovers network constants from multi-node synthetic data"
 }
 
 TEST_CASE("calibrate: on the preset's own H100 data no measurement ends worse than under the preset") {
-  // One all-gather (reduce-scatter) factor serves 2 and 4 GPUs, whose bus bandwidths differ by 17%:
+  // One all-gather (reduce-scatter) factor serves 2 and 4 GPUs, whose bus bandwidths differ by 18% (all-reduce's by 9%):
   // least squares fitted it to 2 GPUs and made 4 GPUs at 1 GiB 24% slow, where the preset (fitted to
   // all-reduce) was within 2%.
   const ClusterSpec c = load_cluster("h100-sxm");
