@@ -275,9 +275,10 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
   // Least squares first. One constant serves several measurements (a collective's bandwidth factor
   // serves every GPU count; the link efficiency and latencies every collective), so the best fit on
   // average may buy many points at the cost of a few: on the H100 data, all-gather's factor fitted
-  // to 2 GPUs (whose bus bandwidth is 18% below the 4 GPUs', all-reduce's 9%) made 4 GPUs 24% slow at 1 GiB where the
-  // preset was within 2%. Such a fit is refitted with the guard, so that calibration never makes a
-  // measured point worse than the cluster already was by more than kWorseMargin.
+  // to 2 GPUs (whose bus bandwidth is 18% below the 4 GPUs', all-reduce's 9%) made 4 GPUs 24% slow
+  // at 1 GiB where the preset was within 2%. Such a fit is refitted with the guard, so that
+  // calibration never makes a measured point worse than the cluster already was by more than
+  // kWorseMargin.
   NcclTuning tuning = fit(0);
   std::string held_back;
   if (std::vector<size_t> worse = made_worse(tuning); !worse.empty()) {
