@@ -246,6 +246,11 @@ TEST_CASE("cli: strategy parameters given as 0 or less are refused, not replaced
       CHECK(r.err.find(c.flag + ": " + c.rule) != std::string::npos);
       CHECK(r.out.empty());
     }
+  // calibrate --gpus 0 is refused too, not taken for "the log says".
+  auto cal = dtsim_cli("calibrate --measured " + std::string(DTSIM_SOURCE_DIR) + "/validation/data/h100-sxm/collective/allreduce_2gpu.json --gpus 0");
+  CHECK(cal.code == 2);
+  CHECK(lines(cal.err) == 1);
+  CHECK(cal.err.find("--gpus: must be at least 1, got 0") != std::string::npos);
   // The smallest accepted values run, and --batches-to-wait 0 (no waiting) is a value, not a default.
   for (const char* ok : {"--strategy daso --global-skip 1 --batches-to-wait 0", "--strategy easgd-sync --tau 1", "--strategy ps --servers 1",
                          "--strategy grid --pr 1", "--cluster-nodes 2"}) {
