@@ -2,8 +2,11 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "common/error.hpp"
 #include "common/output.hpp"
+#include "model/framework.hpp"
 #include "model/model_json.hpp"
+#include "model/strategy.hpp"
 #include "network/collective.hpp"
 
 namespace dtsim::cli {
@@ -17,27 +20,42 @@ void emit(const std::string& out_path, const std::string& text) {
 
 std::string dump(const Json& j) { return j.dump(2) + "\n"; }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 void TrainingFlags::add_to(CLI::App* c) {
   c->add_option("--cluster", cluster, "Cluster preset name or JSON file")->capture_default_str();
   c->add_option("--precision", precision, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)")
       ->capture_default_str();
-  std::string names;
-  for (const auto& n : collective_algorithm_names()) names += (names.empty() ? "" : ", ") + n;
-  c->add_option("--algo", algo, "All-reduce algorithm: " + names + " (auto: NCCL's choice per bucket)")->capture_default_str();
+  c->add_option("--algo", algo, "All-reduce algorithm: " + join_names(collective_algorithm_names()) + " (auto: NCCL's choice per bucket)")
+      ->capture_default_str();
   c->add_option("--compute-model", compute_model, "Kernel times: auto (measured MLP predictors where shipped, else roofline), mlp, roofline")
       ->capture_default_str();
-  c->add_option("--framework", framework, "Framework profile for host costs: harness, pytorch (configs/frameworks) or a JSON file")
+  c->add_option("--framework", framework, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")
       ->capture_default_str();
   c->add_flag("--no-overlap", no_overlap, "All-reduce gradients after the backward pass instead of overlapping");
-  c->add_option("--strategy", strategy, "Training strategy (dtsim strategies lists them): dp, hierarchical, daso, easgd-sync, easgd-async, "
-                "measgd-async, hogwild-easgd, ps, grid")->capture_default_str();
+  c->add_option("--strategy", strategy, "Training strategy (dtsim strategies describes them): " + join_names(strategy_names()))->capture_default_str();
   StrategyParams& sp = strategy_params;
-  c->add_option("--global-skip", sp.global_skip, "daso: steps between global averagings (default: configs/strategies.json)");
-  c->add_option("--batches-to-wait", sp.batches_to_wait, "daso: steps after which a global averaging is awaited (default: configs/strategies.json)");
-  c->add_option("--tau", sp.tau, "easgd family: steps between exchanges with the centre; local-sgd: steps between parameter averagings (default: configs/strategies.json)");
-  c->add_option("--servers", sp.servers, "ps: parameter servers (default: configs/strategies.json; 0 = one per node)");
-  c->add_option("--pr", sp.pr, "grid: model-parallel axis Pr of P = Pr x Pc (default: the best factorisation)");
-  c->add_option("--pc", sp.pc, "grid: batch-parallel axis Pc of P = Pr x Pc");
+  const std::string from_config = "the default of configs/strategies.json";
+  auto param = [&](const char* flag, int& value, int min, const std::string& help, const std::string& default_note) {
+    strategy_flags.push_back({c->add_option(flag, value, help), &value, min, default_note});
+  };
+  param("--global-skip", sp.global_skip, 1, "daso: steps between global averagings, at least 1 (default: configs/strategies.json)", from_config);
+  param("--batches-to-wait", sp.batches_to_wait, 0, "daso: steps after which a global averaging is awaited, at least 0 (default: configs/strategies.json)",
+        from_config);
+  param("--tau", sp.tau, 1,
+        "easgd family: steps between exchanges with the centre; local-sgd: steps between parameter averagings; at least 1 (default: "
+        "configs/strategies.json)",
+        from_config);
+  param("--servers", sp.servers, 1,
+        "ps: parameter servers, at least 1 (default: configs/strategies.json's; there 0 means the cluster's collectives.parameter_server.servers, "
+        "else one per node)",
+        "configs/strategies.json's, else the cluster's, else one per node");
+  param("--pr", sp.pr, 1, "grid: model-parallel axis Pr of P = Pr x Pc (default: the best factorisation)", "the best factorisation");
+  param("--pc", sp.pc, 1, "grid: batch-parallel axis Pc of P = Pr x Pc (default: the best factorisation)", "the best factorisation");
   c->add_flag("--domain", sp.domain, "grid: domain (spatial) parallel convolutions instead of model parallel ones");
   c->add_option("--format", format, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
   c->add_option("--out", out, "Write the output to FILE (atomically) instead of stdout");
@@ -61,7 +79,15 @@ Graph TrainingFlags::load_model(const std::string& name_or_path, int64_t batch) 
   return g;
 }
 
+void TrainingFlags::check_strategy_flags() const {
+  for (const auto& f : strategy_flags)
+    if (f.option->count() > 0 && *f.value < f.min)
+      throw InputError(f.option->get_name(), "must be at least " + std::to_string(f.min) + ", got " + std::to_string(*f.value) +
+                                                 " (leave the flag out for " + f.default_note + ")");
+}
+
 TrainingConfig TrainingFlags::config() const {
+  check_strategy_flags();
   TrainingConfig cfg;
   cfg.precision = parse_precision(precision);
   cfg.algo = algo;

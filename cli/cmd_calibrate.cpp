@@ -22,7 +22,7 @@ class CalibrateCommand : public Command {
     c->add_option("--cluster", cluster_, "Cluster preset name or JSON file to start from")->capture_default_str();
     c->add_option("--out", out_, "Write the calibrated cluster JSON to FILE (atomically)");
     c->add_option("--op", op_, "The collective an nccl-tests log measured, when the log does not say");
-    c->add_option("--gpus", gpus_, "GPUs of an nccl-tests log that lists no ranks");
+    gpus_opt_ = c->add_option("--gpus", gpus_, "GPUs of an nccl-tests log that lists no ranks");
     c->add_option("--format", format_, "Report format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
     return c;
   }
@@ -34,7 +34,10 @@ class CalibrateCommand : public Command {
     std::optional<CollectiveOp> op;
     if (!op_.empty()) op = parse_collective_op(op_);
     std::optional<int> gpus;
-    if (gpus_ > 0) gpus = gpus_;
+    if (gpus_opt_->count()) {  // a given 0 is refused, not taken for "not given"
+      if (gpus_ < 1) throw InputError("--gpus", "must be at least 1, got " + std::to_string(gpus_));
+      gpus = gpus_;
+    }
     MeasuredSet all;
     for (const auto& m : measured_) {
       MeasuredSet s = read_measured(m, op, gpus);
@@ -66,6 +69,7 @@ class CalibrateCommand : public Command {
     s += "\nchannels " + std::to_string(r.tuning.channels) + "\n";
     s += "median |error| " + pct(r.median_abs_error) + ", max " + pct(r.max_abs_error) + " (before: median " + pct(r.median_abs_error_before) +
          ", max " + pct(r.max_abs_error_before) + ")\n";
+    if (!r.held_back.empty()) s += "held back: " + r.held_back + "\n";
     if (out_.empty()) s += "(no --out: the calibrated cluster was not written)\n";
     return s;
   }
@@ -83,6 +87,7 @@ class CalibrateCommand : public Command {
               {"median_abs_error_before", r.median_abs_error_before},
               {"max_abs_error_before", r.max_abs_error_before},
               {"nccl", nccl_tuning_json(r.tuning)}};
+    if (!r.held_back.empty()) j["held_back"] = r.held_back;
     if (!out_.empty()) j["out"] = out_;
     return dump(j);
   }
@@ -90,6 +95,7 @@ class CalibrateCommand : public Command {
   std::vector<std::string> measured_;
   std::string cluster_ = "h100-sxm", out_, op_, format_ = "table";
   int gpus_ = 0;
+  CLI::Option* gpus_opt_ = nullptr;
 };
 
 }  // namespace

@@ -20,7 +20,7 @@ class GridCommand : public Command {
     c->add_option("--precision", precision_, "fp32, tf32, bf16, fp16")->capture_default_str();
     c->add_option("--algo", algo_, "Collective algorithm of the column and row collectives")->capture_default_str();
     c->add_option("--compute-model", compute_model_, "Kernel times: auto, mlp, roofline")->capture_default_str();
-    c->add_option("--framework", framework_, "Framework profile for host costs")->capture_default_str();
+    c->add_option("--framework", framework_, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")->capture_default_str();
     c->add_flag("--domain", domain_, "Domain (spatial) parallel convolutions: halo exchanges instead of model-parallel collectives");
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");

@@ -1,5 +1,6 @@
 // `dtsim kernel`: one kernel's predicted time, for checking a predictor against a measurement.
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -20,8 +21,11 @@ class KernelCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
     auto* c = app.add_subcommand("kernel", "Predict one kernel's time on a GPU");
-    c->add_option("--gpu", gpu_, "GPU name (configs/gpus/NAME.json) or file")->required();
-    c->add_option("--kind", kind_, "conv2d, gemm, batchnorm, activation, pool, add, softmax_ce, sgd_update, eltwise")->required();
+    c->add_option("--gpu", gpu_, "GPU name (configs/gpus/NAME.json) or a JSON file (a value with '/' or ending in .json, relative to the current directory)")
+        ->required();
+    std::vector<std::string> kind_names;
+    for (KernelKind k : priced_kinds()) kind_names.push_back(kind_name(k));
+    c->add_option("--kind", kind_, join_names(kind_names))->required();
     c->add_option("--pass", pass_, "fwd, bwd_data, bwd_filter (conv2d), bwd_weight (gemm), bwd, update")->required();
     c->add_option("--dtype", dtype_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16")->capture_default_str();
     c->add_option("--shape", shape_,
@@ -38,7 +42,7 @@ class KernelCommand : public Command {
 
   int run() override {
     KernelDesc k = parse_kernel();
-    GpuSpec gpu = load_gpu(gpu_);
+    GpuSpec gpu = load_gpu_flag(gpu_);
     auto model = make_compute_model(model_, gpu);
     KernelTime t = model->time(k);
     std::string source = "roofline";
@@ -56,12 +60,37 @@ class KernelCommand : public Command {
   }
 
  private:
+  // The kinds --kind takes: every kernel kind but concat and dropout.
+  static const std::vector<KernelKind>& priced_kinds() {
+    static const std::vector<KernelKind> k = {KernelKind::Conv2d, KernelKind::Gemm,      KernelKind::BatchNorm,
+                                              KernelKind::Activation, KernelKind::Pool,  KernelKind::Add,
+                                              KernelKind::SoftmaxCE,  KernelKind::SgdUpdate, KernelKind::Eltwise};
+    return k;
+  }
+
+  // A value containing '/' or ending in .json is a file, relative to the current directory; anything
+  // else names configs/gpus/NAME.json. load_gpu() takes a bare "my.json" for a name, so a file
+  // without a folder is given to it as "./my.json".
+  static GpuSpec load_gpu_flag(const std::string& value) {
+    const bool json = value.size() > 5 && value.compare(value.size() - 5, 5, ".json") == 0;
+    const bool path = json || value.find('/') != std::string::npos;
+    std::string arg = value;
+    if (path) {
+      if (value.find('/') == std::string::npos) arg = "./" + value;
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(arg, ec)) throw InputError("--gpu", "no such file '" + value + "'");
+    }
+    try {
+      return load_gpu(arg);
+    } catch (const InputError& e) {
+      if (e.where() == "gpu") throw InputError("--gpu", e.rule());  // an unknown name: the flag is where to fix it
+      throw;
+    }
+  }
+
   KernelDesc parse_kernel() const {
-    static const std::map<std::string, KernelKind> kinds = {{"conv2d", KernelKind::Conv2d},   {"gemm", KernelKind::Gemm},
-                                                            {"batchnorm", KernelKind::BatchNorm}, {"activation", KernelKind::Activation},
-                                                            {"pool", KernelKind::Pool},       {"add", KernelKind::Add},
-                                                            {"softmax_ce", KernelKind::SoftmaxCE}, {"sgd_update", KernelKind::SgdUpdate},
-                                                            {"eltwise", KernelKind::Eltwise}};
+    std::map<std::string, KernelKind> kinds;
+    for (KernelKind k : priced_kinds()) kinds[kind_name(k)] = k;
     static const std::map<std::string, Pass> passes = {{"fwd", Pass::Fwd},           {"bwd_data", Pass::BwdData}, {"bwd_filter", Pass::BwdFilter},
                                                        {"bwd_weight", Pass::BwdWeight}, {"bwd", Pass::Bwd},          {"update", Pass::Update}};
     auto kit = kinds.find(kind_);

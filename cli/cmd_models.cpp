@@ -66,10 +66,13 @@ class ModelsCommand : public Command {
     Json all = Json::array();
     Table t;
     t.header = {"model", "params", "fwd MACs/sample", "layers", "input"};
+    // The table keeps human units (714.19M); CSV carries the full count, as JSON does.
+    const bool human = format_ == "table";
     for (const auto& name : zoo_models()) {
       Graph g = load_model(name);
       all.push_back(model_summary_json(g));
-      t.rows.push_back({g.name, std::to_string(g.params()), fmt_count(static_cast<double>(g.fwd_macs_per_sample())),
+      t.rows.push_back({g.name, std::to_string(g.params()),
+                        human ? fmt_count(static_cast<double>(g.fwd_macs_per_sample())) : std::to_string(g.fwd_macs_per_sample()),
                         std::to_string(g.layers.size()), g.input.str()});
     }
     if (format_ == "json") std::cout << dump(all);

@@ -20,7 +20,7 @@ class PredictCommand : public Command {
     c->add_option("--batch-per-gpu", batch_, "Samples per GPU per iteration")->required();
     c->add_flag("--layers", layers_, "Also print per-layer times (table format)");
     c->add_option("--trace", trace_, "Write the simulated iteration as a Chrome/Perfetto trace to FILE.json (ui.perfetto.dev)");
-    c->add_option("--cluster-nodes", cluster_nodes_, "Nodes the cluster has (overrides the preset)");
+    cluster_nodes_opt_ = c->add_option("--cluster-nodes", cluster_nodes_, "Nodes the cluster has (overrides the preset)");
     whatif_.add_to(c, false);
     train_.add_to(c);
     flags_.add_to(c);
@@ -31,7 +31,7 @@ class PredictCommand : public Command {
   int run() override {
     Graph g = flags_.load_model(model_, batch_);
     ClusterSpec c = apply_framework(load_cluster(flags_.cluster), load_framework(flags_.framework));
-    if (cluster_nodes_) {
+    if (cluster_nodes_opt_->count()) {  // a given 0 is refused, not taken for "the preset's"
       if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
       c.nodes = static_cast<int>(cluster_nodes_);
     }
@@ -76,6 +76,7 @@ class PredictCommand : public Command {
   std::string model_, trace_;
   int64_t gpus_ = 1, batch_ = 0, cluster_nodes_ = 0;
   bool layers_ = false;
+  CLI::Option* cluster_nodes_opt_ = nullptr;
 };
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace {
 class StrategiesCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
-    auto* c = app.add_subcommand("strategies", "List the training strategies --strategy takes (DESIGN §5), one line each");
+    auto* c = app.add_subcommand("strategies", "List the training strategies --strategy takes (docs/design.md §5), one line each");
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
     return c;

@@ -134,6 +134,7 @@ class SweepCommand : public Command {
     if (std::find(names.begin(), names.end(), s.compute_model) == names.end())
       make_compute_model(s.compute_model, GpuSpec{});  // throws the one-line error listing the names
     s.strategy = flags_.strategy;
+    flags_.check_strategy_flags();
     s.strategy_params = flags_.strategy_params;
     make_strategy(s.strategy);  // fails early, naming --strategy
     s.train = train_.goal(s.train);

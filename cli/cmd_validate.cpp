@@ -2,6 +2,7 @@
 #include "cli/command.hpp"
 #include "common/error.hpp"
 #include "common/json_util.hpp"
+#include "model/framework.hpp"
 #include "model/validate.hpp"
 
 namespace dtsim::cli {
@@ -13,7 +14,7 @@ class ValidateCommand : public Command {
     auto* c = app.add_subcommand("validate", "Predict measured runs (dtsim-measured-run/1 JSON) and report the errors");
     c->add_option("--measured", measured_, "Measured-run JSON file or folder of them (repeatable)")->required();
     c->add_option("--framework", opt_.framework,
-                  "Framework profile (configs/frameworks: harness, pytorch) or JSON file; default: each run's own framework");
+                  "Framework profile (configs/frameworks: " + join_names(framework_presets()) + ") or JSON file; default: each run's own framework");
     c->add_option("--compute-model", opt_.compute_model, "Kernel times: auto, mlp, roofline")->capture_default_str();
     c->add_option("--algo", opt_.algo, "All-reduce algorithm")->capture_default_str();
     c->add_flag("--layers", layers_, "Also print per-layer measured and predicted times (table format)");

@@ -29,6 +29,9 @@ extern const std::set<std::string> kTableJsonCsv;
 // Prints to stdout, or writes FILE atomically when `out_path` is not empty.
 void emit(const std::string& out_path, const std::string& text);
 std::string dump(const Json& j);
+// "a, b, c": help texts list names from the registries (strategies, framework profiles, ...), so
+// that a new entry shows up without editing a hand-written string.
+std::string join_names(const std::vector<std::string>& names);
 
 // Flags that predict and sweep share.
 struct TrainingFlags {
@@ -43,7 +46,18 @@ struct TrainingFlags {
   std::string strategy = "dp";     // --strategy and its parameters (model/strategy.hpp)
   StrategyParams strategy_params;
   bool allow_unknown_ops = false;  // a command that loads with load_model() adds the flag (add_allow_unknown_ops)
+  struct StrategyFlag {
+    const CLI::Option* option;
+    const int* value;
+    int min;
+    std::string default_note;  // what leaving the flag out gives
+  };
+  std::vector<StrategyFlag> strategy_flags;  // filled by add_to
   void add_to(CLI::App* c);
+  // The library reads 0 (--batches-to-wait: -1) as "take configs/strategies.json's default"; on the
+  // command line the default is had by leaving the flag out, so a given 0 or negative is refused
+  // (InputError naming the flag). config() calls it; commands that read strategy_params call it too.
+  void check_strategy_flags() const;
   TrainingConfig config() const;
   // Loads a zoo name, JSON or ONNX file; ONNX shape inference runs with `batch` (the per-GPU batch).
   Graph load_model(const std::string& name_or_path, int64_t batch) const;

@@ -2,9 +2,10 @@
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
+#include <vector>
 
 #include "common/error.hpp"
+#include "common/output.hpp"
 
 namespace dtsim {
 
@@ -20,8 +21,56 @@ Json load_json_file(const std::string& path) {
     if (text.size() > kMaxBytes) throw InputError(path, "larger than 256 MiB: not an input file");
   }
   if (in.bad()) throw InputError(path, "cannot read file");
+  // nlohmann::json keeps one of two equal keys without a word: a duplicated field would silently
+  // override (or be overridden by) the first. The parser's callback tracks where it is (the JSON
+  // path of every open object and array) and refuses a key its object already has.
+  struct Frame {
+    std::string path;
+    bool array = false;
+    size_t elements = 0;          // arrays: elements completed so far
+    std::set<std::string> keys;   // objects: keys seen so far
+    std::string key;              // objects: the key whose value is being read
+  };
+  std::vector<Frame> stack;
+  // The JSON path of the value that starts now, inside the innermost open container.
+  auto child_path = [&]() -> std::string {
+    if (stack.empty()) return "$";
+    const Frame& f = stack.back();
+    return f.array ? f.path + "[" + std::to_string(f.elements) + "]" : f.path + "." + f.key;
+  };
+  auto element_done = [&]() {
+    if (!stack.empty() && stack.back().array) ++stack.back().elements;
+  };
+  auto callback = [&](int, Json::parse_event_t event, Json& parsed) -> bool {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start: {
+        Frame f;
+        f.path = child_path();
+        f.array = event == Json::parse_event_t::array_start;
+        stack.push_back(std::move(f));
+        break;
+      }
+      case Json::parse_event_t::key: {
+        Frame& f = stack.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second)
+          throw InputError(path + ": " + f.path + "." + f.key, "duplicate key '" + f.key + "' (a key may appear once in an object)");
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        stack.pop_back();
+        element_done();
+        break;
+      case Json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
   try {
-    return Json::parse(text);
+    return Json::parse(text, callback);
   } catch (const Json::exception& e) {
     // parse_error, and out_of_range for a number beyond double's range (1e999).
     throw InputError(path, std::string("not valid JSON (") + e.what() + ")");
@@ -68,9 +117,9 @@ double JsonObject::number(const std::string& key, double min, double max) {
   double x = v.get<double>();
   if (!std::isfinite(x)) fail(key, "must be finite");
   if (x < min || x > max) {
-    std::ostringstream os;
-    os << "must be in [" << min << ", " << max << "], got " << x;
-    fail(key, os.str());
+    // An open-ended range (positive() without a cap) says only its lower bound.
+    if (max == std::numeric_limits<double>::max()) fail(key, "must be at least " + fmt_number(min) + ", got " + fmt_number(x));
+    fail(key, "must be in [" + fmt_number(min) + ", " + fmt_number(max) + "], got " + fmt_number(x));
   }
   return x;
 }

@@ -70,6 +70,15 @@ std::string fmt_sig(double x, int digits) {
   return buf;
 }
 
+std::string fmt_number(double x) {
+  char buf[64];
+  if (x == 0) x = 0;  // no "-0"
+  // Below 2^53 every integer is exact; beyond, digits past the 17th would be invented.
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9007199254740992.0) std::snprintf(buf, sizeof buf, "%.0f", x);
+  else std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
 std::string fmt_time(double s) {
   char buf[64];
   double a = std::fabs(s);

@@ -18,6 +18,9 @@ struct Table {
 std::string fmt_time(double seconds);
 std::string fmt_count(double x);  // 25.6M, 4.09G
 std::string fmt_sig(double x, int digits = 4);
+// Numbers in messages and machine-readable cells: an integral value as the full integer ("1024",
+// "1048576"), any other with 6 significant digits ("0.001", "2.5", "1.5e+20").
+std::string fmt_number(double x);
 
 void write_file_atomic(const std::string& path, const std::string& content);
 

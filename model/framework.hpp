@@ -1,8 +1,8 @@
 #pragma once
 // Framework profiles (configs/frameworks/NAME.json): the host costs of the program that drives
-// training, measured from runs (DESIGN §3): the time to issue one kernel and the fixed time of one
-// iteration. A profile overrides the cluster's framework section; buckets and overlap stay the
-// cluster's (or the run's, in validation).
+// training, measured from runs (docs/design.md §3, Iteration model): the time to issue one kernel
+// and the fixed time of one iteration. A profile overrides the cluster's framework section; buckets
+// and overlap stay the cluster's (or the run's, in validation).
 #include <map>
 #include <string>
 #include <vector>

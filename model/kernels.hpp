@@ -1,7 +1,7 @@
 #pragma once
-// Lowering layers to kernels (DESIGN §2). Each kernel carries its shape fields, the math it runs
-// in, and two lower bounds a roofline needs: FLOPs, and bytes moved with every input read once and
-// every output written once.
+// Lowering layers to kernels (docs/design.md §2, Kernels). Each kernel carries its shape fields,
+// the math it runs in, and two lower bounds a roofline needs: FLOPs, and bytes moved with every
+// input read once and every output written once.
 #include <array>
 #include <cstdint>
 #include <string>

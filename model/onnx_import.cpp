@@ -255,6 +255,14 @@ class Importer {
     for (const auto& v : graph.input()) defined.insert(v.name());
     for (const auto& t : graph.initializer()) defined.insert(t.name());
     for (const auto& n : graph.node()) {
+      // Control flow (If, Loop, Scan: operators with subgraphs) is refused before the checker sees
+      // it: the checker reads a subgraph's uses of outer names as a graph out of topological order,
+      // in a multi-line message, and dtsim prices one straight-line graph.
+      bool subgraph = false;
+      for (const auto& a : n.attribute()) subgraph |= a.has_g() || a.graphs_size() > 0;
+      if (subgraph || ((n.domain().empty() || n.domain() == "ai.onnx") && (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan")))
+        fail_at(n, "control-flow operator " + printable(n.op_type()) +
+                       " is not supported: dtsim prices a straight-line graph; export a traced model (no torch.jit.script), which records the branch taken");
       for (const auto& in : n.input())
         if (!in.empty() && !defined.count(in))
           fail_at(n, "reads '" + in + "', which no earlier node produces and which is no input or initializer (nodes must be in topological order)");

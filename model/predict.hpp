@@ -28,7 +28,7 @@ struct TrainingConfig {
   std::shared_ptr<const ComputeModel> compute;
   std::optional<bool> overlap;  // the framework's setting unless given
   bool record_kernels = false;
-  std::string strategy = "dp";  // model/strategy.hpp: dp, hierarchical, daso, easgd-*, ps, grid
+  std::string strategy = "dp";  // one of strategy_names() (model/strategy.hpp)
   StrategyParams strategy_params;
 };
 

@@ -1,5 +1,6 @@
 #include "model/report.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 #include "model/verdict.hpp"
@@ -209,7 +210,7 @@ std::vector<std::string> study_row_cells(const StudyRow& r, bool human, const St
     if (c.cost) v.push_back(r.train && r.train->cost ? fmt_sig(*r.train->cost, 4) : "");
     return v;
   }
-  v.insert(v.end(), {r.what_if.label(), fmt_sig(r.memory.device_bytes, 6), r.memory.fits ? "true" : "false"});
+  v.insert(v.end(), {r.what_if.label(), fmt_number(std::round(r.memory.device_bytes)), r.memory.fits ? "true" : "false"});
   if (c.strategy) v.insert(v.end(), {r.p.strategy.name, fmt_sig(r.p.strategy.comm_share, 6)});
   if (c.train) {
     v.push_back(r.train ? fmt_sig(r.train->time_s, 6) : "");

@@ -1,6 +1,7 @@
 #include "model/roofline_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -134,7 +135,7 @@ std::string roofline_text(const RooflineReport& r) {
 Table roofline_csv(const RooflineReport& r) {
   Table t{{"layer", "kind", "pass", "math", "flops", "bytes", "intensity_flops_per_byte", "time_s", "attained_flops_per_s", "bound"}, {}};
   for (const auto& p : r.points)
-    t.rows.push_back({p.layer, kind_name(p.kind), pass_name(p.pass), math_name(p.math), fmt_sig(p.flops, 6), fmt_sig(p.bytes, 6), fmt_sig(p.intensity, 6),
+    t.rows.push_back({p.layer, kind_name(p.kind), pass_name(p.pass), math_name(p.math), fmt_number(std::round(p.flops)), fmt_number(std::round(p.bytes)), fmt_sig(p.intensity, 6),
                       fmt_sig(p.time_s, 6), fmt_sig(p.attained_flops, 6), p.memory_bound ? "memory" : "compute"});
   return t;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// The iteration schedule (DESIGN §3): one host thread issuing kernels to a compute stream, gradient
-// buckets all-reduced on a communication stream as they fill, then the optimizer.
+// The iteration schedule (docs/design.md §3, Iteration model): one host thread issuing kernels to a
+// compute stream, gradient buckets all-reduced on a communication stream as they fill, then the
+// optimizer.
 #include <array>
 #include <cstdint>
 #include <functional>

@@ -1,10 +1,11 @@
 #pragma once
-// Training strategies (DESIGN §5): how workers share what they learn. `dp` is today's bucketed
-// all-reduce data parallelism; the others (hierarchical all-reduce, DASO, the EASGD family, a
-// parameter server, the Pr x Pc grid of integrated model/batch/domain parallelism) change what is
-// communicated, how often and over which links. Like the compute models and the collective
-// algorithms, a strategy is a small interface with one implementation each (model/strategies/),
-// chosen by name. Default parameters (tau, global_skip, ...) live in configs/strategies.json.
+// Training strategies (docs/design.md §5, Beyond data parallelism): how workers share what they
+// learn. `dp` is today's bucketed all-reduce data parallelism; the others (hierarchical all-reduce,
+// DASO, the EASGD family, a parameter server, the Pr x Pc grid of integrated model/batch/domain
+// parallelism) change what is communicated, how often and over which links. Like the compute models
+// and the collective algorithms, a strategy is a small interface with one implementation each
+// (model/strategies/), chosen by name. Default parameters (tau, global_skip, ...) live in
+// configs/strategies.json.
 #include <functional>
 #include <memory>
 #include <string>

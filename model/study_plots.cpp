@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -60,6 +61,26 @@ std::string sweep_title(const SweepResult& res) {
 }
 
 }  // namespace
+
+const KindStyle& kind_style(KernelKind k) {
+  // gnuplot's automatic colours count every plotted item, the roof lines included, and repeat after
+  // eight: two kinds could share one. Each kind has its own colour and point shape instead.
+  static const KindStyle styles[] = {
+      {"#1f77b4", 7},   // conv2d: filled circle
+      {"#ff7f0e", 5},   // gemm: filled square
+      {"#2ca02c", 9},   // batchnorm: filled triangle
+      {"#d62728", 11},  // activation: filled triangle down
+      {"#9467bd", 13},  // pool: filled diamond
+      {"#8c564b", 15},  // add: filled pentagon
+      {"#e377c2", 6},   // concat: open circle
+      {"#7f7f7f", 4},   // dropout: open square
+      {"#bcbd22", 8},   // softmax_ce: open triangle
+      {"#17becf", 10},  // sgd_update: open triangle down
+      {"#000080", 3},   // eltwise: star
+  };
+  const size_t i = static_cast<size_t>(k);
+  return styles[i < std::size(styles) ? i : 0];
+}
 
 Plot scaling_plot(const SweepResult& res, const std::string& path, const std::string& flag) {
   Plot plot(flag, path, 1400, 560);
@@ -137,6 +158,7 @@ Plot breakdown_plot(const SweepResult& res, const std::string& path, const std::
   }
   const Varying v = varying(res);
   std::string d = "# label compute_pct optimizer_pct exposed_comm_pct host_idle_pct\n";
+  std::vector<size_t> label_chars;
   for (const StudyRow* r : rows) {
     const Prediction& p = r->p;
     double it = p.iteration_s;
@@ -145,14 +167,29 @@ Plot breakdown_plot(const SweepResult& res, const std::string& path, const std::
     label += "b" + std::to_string(p.batch_per_gpu);
     if (v.what_if) label += " " + r->what_if.label();
     label += ", " + std::to_string(p.gpus) + " GPU" + (p.gpus == 1 ? "" : "s") + ": " + fmt_time(it) + (r->memory.fits ? "" : " NO FIT");
+    label_chars.push_back(label.size());
     d += dq(label) + " " + num(100 * (p.compute_s - p.optimizer_s) / it) + " " + num(100 * p.optimizer_s / it) + " " + num(100 * p.exposed_comm_s / it) + " " +
          num(100 * p.host_idle_s / it) + "\n";
   }
-  Plot plot(flag, path, std::max<int>(900, 60 + 22 * static_cast<int>(rows.size())), 640);
+  const int width = std::max<int>(900, 60 + 22 * static_cast<int>(rows.size()));
+  Plot plot(flag, path, width, 640);
+  // The x labels are rotated by 50 degrees and end at their bar, so each reaches left of it by
+  // chars x char width x cos 50; the first bars' labels would run past the picture's left edge.
+  // The left margin (in pixels; the bars fill the rest up to the right margin, bar i at
+  // i + 0.6 of n + 0.2 bar widths) is the smallest that keeps every label inside, and at least
+  // the room the y axis's tics and title need.
+  const double n = static_cast<double>(rows.size()), right_px = 25, char_px = 0.7 * 8, reach = std::cos(50 * 3.14159265358979 / 180);
+  double left_px = 95;
+  for (size_t i = 0; i < label_chars.size(); ++i) {
+    const double a = (i + 0.6) / (n + 0.2);  // where bar i sits, as a share of the plot's width
+    left_px = std::max(left_px, (label_chars[i] * char_px * reach + 8 - a * (width - right_px)) / (1 - a));
+  }
   std::ostringstream gp;
   gp << "set title " << gp_quote("Iteration breakdown: " + sweep_title(res) + note) << "\n"
      << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\nset boxwidth 0.8\n"
-     << "set lmargin 14\nset ylabel '% of the iteration'\nset yrange [0:100]\nset xtics rotate by 50 right font ',8' nomirror\nset key outside top center horizontal\n"
+     << "set lmargin at screen " << num(left_px / width) << "\nset rmargin at screen " << num((width - right_px) / width) << "\n"
+     << "set xrange [-0.6:" << num(n - 0.4) << "]\n"
+     << "set ylabel '% of the iteration'\nset yrange [0:100]\nset xtics rotate by 50 right font ',8' nomirror\nset key outside top center horizontal\n"
      << "set grid y\n"
      << "plot 'b.dat' using 2:xtic(1) title 'compute' lc rgb '#4c72b0', '' using 3 title 'optimizer' lc rgb '#8172b2', "
         "'' using 4 title 'exposed communication' lc rgb '#c44e52', '' using 5 title 'host-bound idle' lc rgb '#dd8452'\n";
@@ -209,7 +246,9 @@ Plot roofline_plot(const RooflineReport& r, const std::string& path, const std::
   for (const auto& [kind, data] : by_kind) {
     std::string file = std::string(kind_name(static_cast<KernelKind>(kind))) + ".dat";
     files.push_back({file, data});
-    plots += gp_quote(file) + " using 1:2 with points pt 7 ps 0.7 title " + gp_quote(kind_name(static_cast<KernelKind>(kind))) + ", ";
+    const KindStyle& st = kind_style(static_cast<KernelKind>(kind));
+    plots += gp_quote(file) + " using 1:2 with points pt " + std::to_string(st.point_type) + " ps 0.8 lc rgb '" + st.colour + "' title " +
+             gp_quote(kind_name(static_cast<KernelKind>(kind))) + ", ";
   }
   plots.resize(plots.size() - 2);
   gp << "plot " << plots << "\n";

@@ -9,6 +9,14 @@
 
 namespace dtsim {
 
+// How the roofline plot draws a kernel kind: a colour ("#rrggbb") and a gnuplot point type, each
+// kind its own.
+struct KindStyle {
+  const char* colour;
+  int point_type;
+};
+const KindStyle& kind_style(KernelKind k);
+
 // Throughput and scaling efficiency against GPU count, a line per series (model, batch per GPU,
 // what-if: whichever of them vary); configurations that do not fit in GPU memory are ringed.
 Plot scaling_plot(const SweepResult& res, const std::string& path, const std::string& flag);
@@ -19,7 +27,7 @@ Plot scaling_plot(const SweepResult& res, const std::string& path, const std::st
 constexpr size_t kMaxBreakdownBars = 64;
 Plot breakdown_plot(const SweepResult& res, const std::string& path, const std::string& flag);
 
-// The kernels as points on the GPU's roofline, one colour per kernel kind.
+// The kernels as points on the GPU's roofline, one colour and point shape per kernel kind.
 Plot roofline_plot(const RooflineReport& r, const std::string& path, const std::string& flag);
 
 }  // namespace dtsim

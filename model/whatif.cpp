@@ -94,7 +94,7 @@ const std::vector<std::string>& what_if_axes() {
 
 void set_what_if_axis(WhatIf& w, const std::string& axis, double v, const std::string& where) {
   auto in = [&](double lo, double hi) {
-    if (!(std::isfinite(v) && v >= lo && v <= hi)) throw InputError(where, "must be in [" + fmt_sig(lo, 3) + ", " + fmt_sig(hi, 3) + "], got " + fmt_sig(v, 6));
+    if (!(std::isfinite(v) && v >= lo && v <= hi)) throw InputError(where, "must be in [" + fmt_number(lo) + ", " + fmt_number(hi) + "], got " + fmt_number(v));
   };
   if (axis == "flops_scale") in(kMinScale, kMaxScale), w.flops_scale = v;
   else if (axis == "memory_bandwidth_scale") in(kMinScale, kMaxScale), w.memory_bandwidth_scale = v;
@@ -106,7 +106,7 @@ void set_what_if_axis(WhatIf& w, const std::string& axis, double v, const std::s
   else if (axis == "launch_overhead_scale") in(0, kMaxScale), w.launch_overhead_scale = v;
   else if (axis == "gpus_per_node") {
     in(1, kMaxGpusPerNode);
-    if (v != std::floor(v)) throw InputError(where, "must be an integer, got " + fmt_sig(v, 6));
+    if (v != std::floor(v)) throw InputError(where, "must be an integer, got " + fmt_number(v));
     w.gpus_per_node = static_cast<int>(v);
   } else {
     std::string known;
@@ -140,7 +140,7 @@ std::vector<double> parse_real_list(const std::string& flag, const std::string& 
   constexpr size_t kMaxValues = 10000;
   std::vector<double> out;
   auto check = [&](double v, const std::string& s) {
-    if (v < min || v > max) throw InputError(flag, "'" + s + "' must be in [" + fmt_sig(min, 6) + ", " + fmt_sig(max, 6) + "]");
+    if (v < min || v > max) throw InputError(flag, "'" + s + "' must be in [" + fmt_number(min) + ", " + fmt_number(max) + "]");
     return v;
   };
   for (const std::string& item : split(text, ',')) {

@@ -24,11 +24,16 @@ struct CalibrationResult {
   std::vector<CalibratedPoint> points;
   double median_abs_error = 0, max_abs_error = 0;
   double median_abs_error_before = 0, max_abs_error_before = 0;
+  // Empty, or why the fit was held back: the least-squares fit made some measurement worse than the
+  // cluster's constants by more than 2 points of relative error, and was refitted so that none is.
+  std::string held_back;
 };
 
 // Fits what the points can identify: intra-node latencies, link efficiency, LL/LL128 bandwidth
 // and channels from single-node runs; network latencies and efficiency from multi-node runs.
-// Minimises the squared log error (relative error, as the targets are stated) with Nelder-Mead.
+// Minimises the squared log error (relative error, as the targets are stated) with Nelder-Mead,
+// and does no harm: should that fit leave any point more than 2 points of |relative error| worse
+// than the cluster's constants do, it is refitted with a penalty on such points (held_back says so).
 CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoint>& points);
 
 // The model's time for one measured configuration under `t`.

@@ -1,7 +1,8 @@
 #pragma once
 // Collective cost models (Ramulator-like: this small interface, one implementation per algorithm in
 // impl/, chosen by name). An algorithm prices one collective of n bytes over a job's GPUs from the
-// links the job spans (DESIGN §4); `auto` is NCCL's own choice of algorithm and protocol.
+// links the job spans (docs/design.md §4, Collectives); `auto` is NCCL's own choice of algorithm
+// and protocol.
 #include <memory>
 #include <string>
 #include <vector>

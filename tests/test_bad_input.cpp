@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/error.hpp"
 #include "common/json_util.hpp"
 #include "study_cli.hpp"
 
@@ -312,4 +313,96 @@ TEST_CASE("bad input: not JSON, not an object, empty, truncated") {
       CHECK_FALSE(fs::exists(out));
     }
   }
+}
+
+TEST_CASE("bad input: a duplicate key in any strictly read JSON names the file, the JSON path and the key") {
+  Scratch s("duplicate");
+  struct Case {
+    std::string tag, base_file, marker, duplicate, path, key;
+    std::string (*args)(const std::string& file, const std::string& out);
+  };
+  // Each document is the committed one with a second copy of a key inserted after `marker`, so that
+  // the JSON stays valid and only the repetition is wrong.
+  const Case cases[] = {
+      {"cluster", kSource + "/configs/clusters/h100-sxm.json", "\"intra_node\": {", "\"bandwidth_GBps\": 1, ", "$.intra_node.bandwidth_GBps",
+       "bandwidth_GBps",
+       [](const std::string& f, const std::string& out) { return "predict --model " + kTiny + " --cluster " + f + " --batch-per-gpu 8 --out " + out; }},
+      {"cluster_top", kSource + "/configs/clusters/h100-sxm.json", "{", "\"nodes\": 1, ", "$.nodes", "nodes",
+       [](const std::string& f, const std::string& out) { return "predict --model " + kTiny + " --cluster " + f + " --batch-per-gpu 8 --out " + out; }},
+      {"gpu", kSource + "/configs/gpus/h100-sxm.json", "\"peak_tflops\": {", "\"fp16\": 1, ", "$.peak_tflops.fp16", "fp16",
+       [](const std::string& f, const std::string&) { return "kernel --gpu " + f + " --kind gemm --pass fwd --shape M=64,N=64,K=64"; }},
+      {"model", kTiny, "\"layers\": [\n    {", "\"name\": \"again\", ", "$.layers[0].name", "name",
+       [](const std::string& f, const std::string& out) { return "predict --model " + f + " --batch-per-gpu 8 --out " + out; }},
+      {"sweep", kSource + "/configs/sweeps/scaling-study.json", "{", "\"name\": \"again\", ", "$.name", "name",
+       [](const std::string& f, const std::string& out) { return "sweep --sweep " + f + " --format csv --out " + out; }},
+      {"measured", kSource + "/validation/data/h200-sxm/pytorch/vgg16_b16_1gpu_fp32.json", "\"iteration_time_s\": {", "\"median\": 1, ",
+       "$.iteration_time_s.median", "median",
+       [](const std::string& f, const std::string& out) { return "validate --measured " + f + " --format json --out " + out; }},
+  };
+  for (const auto& c : cases) {
+    INFO(c.tag);
+    std::string text = dtsim::load_json_file(c.base_file).dump(2);
+    const size_t at = text.find(c.marker);
+    REQUIRE(at != std::string::npos);
+    text.insert(at + c.marker.size(), c.duplicate);
+    const std::string file = s.dir() + "/" + c.tag + ".json", out = file + ".out";
+    {
+      // The key really is doubled: a reader that keeps either copy accepts the text.
+      std::ofstream(file) << text;
+      const Json either = Json::parse(text);
+      CHECK_FALSE(either.is_discarded());
+    }
+    Run r = run_dtsim(c.args(file, out));
+    INFO("stderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK(study_test::lines(r.err) == 1);
+    CHECK(r.err.find(file + ": " + c.path + ": duplicate key '" + c.key + "'") != std::string::npos);
+    CHECK(r.out.empty());
+    CHECK_FALSE(fs::exists(out));
+  }
+  // Inside arrays the path carries the index; equal keys in different objects are fine.
+  const std::string nested = s.dir() + "/nested.json";
+  std::ofstream(nested) << R"({"a": [1, {"b": 2, "c": [3, {"d": 1, "e": {"d": 0}, "d": 2}]}], "b": {"b": 1}})";
+  try {
+    dtsim::load_json_file(nested);
+    FAIL("no error");
+  } catch (const dtsim::InputError& e) {
+    CHECK(e.where() == nested + ": $.a[1].c[1].d");
+    CHECK(e.rule().find("duplicate key 'd'") != std::string::npos);
+  }
+  std::ofstream(nested) << R"({"a": [{"d": 1}, {"d": 2}], "d": {"d": [1, 2]}})";
+  CHECK_NOTHROW(dtsim::load_json_file(nested));
+}
+
+TEST_CASE("bad input: numbers in messages print as integers when integral") {
+  struct Case {
+    std::string args, must_say;
+  };
+  const Case cases[] = {
+      {"predict --model resnet18 --batch-per-gpu 8 --gpus-per-node 2000", "--gpus-per-node: must be in [1, 1024], got 2000"},
+      {"predict --model resnet18 --batch-per-gpu 8 --gpus-per-node 2.5", "must be an integer, got 2.5"},
+      {"predict --model resnet18 --batch-per-gpu 8 --nic-Gbps 1e9", "--nic-Gbps: must be in [0.001, 8000000], got 1000000000"},
+      {"predict --model resnet18 --batch-per-gpu 8 --flops-scale 5000", "--flops-scale: must be in [0.001, 1000], got 5000"},
+      {"sweep --model resnet18 --batch-per-gpu 8 --flops-scale 1,2,5000e9", "'5000e9' must be in [0, 1000000000000]"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.args);
+    Run r = run_dtsim(c.args);
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK(study_test::lines(r.err) == 1);
+    CHECK(r.err.find(c.must_say) != std::string::npos);
+    CHECK(r.err.find("e+") == std::string::npos);
+  }
+  // The strict JSON reader's bounds as well.
+  Scratch s("numbers");
+  Json cluster = dtsim::load_json_file(kSource + "/configs/clusters/h100-sxm.json");
+  cluster["framework"]["bucket_MiB"] = -1;
+  const std::string file = s.dir() + "/c.json";
+  std::ofstream(file) << cluster.dump(2);
+  Run r = run_dtsim("predict --model " + kTiny + " --cluster " + file + " --batch-per-gpu 8");
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("e+") == std::string::npos);
+  CHECK(r.err.find("got -1") != std::string::npos);
 }

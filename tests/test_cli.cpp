@@ -1,6 +1,8 @@
 // The command-line contract that scripts rely on, run against the real binary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +14,8 @@
 #include "study_cli.hpp"
 
 #include "common/json_util.hpp"
+#include "model/framework.hpp"
+#include "model/strategy.hpp"
 
 using dtsim::Json;
 namespace fs = std::filesystem;
@@ -181,4 +185,162 @@ TEST_CASE("cli: bad usage and bad input exit 2 with one line naming what is wron
   CHECK(r.code == 0);
   CHECK(Json::parse(slurp(out))["batch_per_gpu"] == 4);
   fs::remove_all(tmp);
+}
+
+TEST_CASE("cli: kernel --gpu takes a JSON file relative to the current directory") {
+  study_test::TempDir dir("kernel_gpu");
+  const std::string gpu = slurp(std::string(DTSIM_SOURCE_DIR) + "/configs/gpus/h100-sxm.json");
+  dir.file("my.json", gpu);
+  fs::create_directories(dir.path + "/sub");
+  dir.file("sub/my.json", gpu);
+  const std::string kernel = " --kind gemm --pass fwd --shape M=512,N=512,K=512 --format json";
+  const std::string named = dtsim_cli("kernel --gpu h100-sxm" + kernel).out;
+  REQUIRE_FALSE(named.empty());
+  const std::string in_dir = "cd " + dir.path + " &&", in_source = std::string("cd ") + DTSIM_SOURCE_DIR + " &&";
+  for (const auto& [where, value] : std::vector<std::pair<std::string, std::string>>{
+           {in_dir, "my.json"}, {in_dir, "./my.json"}, {in_dir, "sub/my.json"}, {in_dir, "sub/../my.json"}, {in_source, "configs/gpus/h100-sxm.json"}}) {
+    INFO(where + " --gpu " + value);
+    auto r = study_test::run_dtsim("kernel --gpu " + value + kernel, where);
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out == named);  // the same GPU as by name
+  }
+  // A file that is not there is named with the flag, not looked up as configs/gpus/my.json.json.
+  for (const std::string value : {"missing.json", "./missing.json", "sub/missing"}) {
+    auto r = study_test::run_dtsim("kernel --gpu " + value + kernel, in_dir);
+    INFO(value + ": " + r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("--gpu") != std::string::npos);
+    CHECK(r.err.find(value) != std::string::npos);
+  }
+  auto unknown = dtsim_cli("kernel --gpu h900" + kernel);
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.find("--gpu: unknown GPU 'h900'") != std::string::npos);
+}
+
+TEST_CASE("cli: strategy parameters given as 0 or less are refused, not replaced by defaults") {
+  const std::string base = "--model resnet18 --batch-per-gpu 8 --gpus 16";
+  struct Case {
+    std::string flags, flag, rule;
+  };
+  const Case cases[] = {
+      {"--strategy daso --global-skip 0", "--global-skip", "must be at least 1, got 0"},
+      {"--strategy daso --global-skip -2", "--global-skip", "must be at least 1, got -2"},
+      {"--strategy daso --batches-to-wait -1", "--batches-to-wait", "must be at least 0, got -1"},
+      {"--strategy easgd-sync --tau 0", "--tau", "must be at least 1, got 0"},
+      {"--strategy local-sgd --tau 0", "--tau", "must be at least 1, got 0"},
+      {"--strategy ps --servers 0", "--servers", "must be at least 1, got 0"},
+      {"--strategy grid --pr 0", "--pr", "must be at least 1, got 0"},
+      {"--strategy grid --pc 0", "--pc", "must be at least 1, got 0"},
+      {"--cluster-nodes 0", "--cluster-nodes", "must be in [1, 1048576]"},
+  };
+  for (const auto& c : cases)
+    for (const char* cmd : {"predict", "sweep"}) {
+      if (c.flag == "--cluster-nodes" && std::string(cmd) == "sweep") continue;  // sweep refused it already
+      INFO(cmd << " " << c.flags);
+      auto r = dtsim_cli(std::string(cmd) + " " + base + " " + c.flags);
+      INFO(r.err);
+      CHECK(r.code == 2);
+      CHECK(lines(r.err) == 1);
+      CHECK(r.err.find(c.flag + ": " + c.rule) != std::string::npos);
+      CHECK(r.out.empty());
+    }
+  // calibrate --gpus 0 is refused too, not taken for "the log says".
+  auto cal = dtsim_cli("calibrate --measured " + std::string(DTSIM_SOURCE_DIR) + "/validation/data/h100-sxm/collective/allreduce_2gpu.json --gpus 0");
+  CHECK(cal.code == 2);
+  CHECK(lines(cal.err) == 1);
+  CHECK(cal.err.find("--gpus: must be at least 1, got 0") != std::string::npos);
+  // The smallest accepted values run, and --batches-to-wait 0 (no waiting) is a value, not a default.
+  for (const char* ok : {"--strategy daso --global-skip 1 --batches-to-wait 0", "--strategy easgd-sync --tau 1", "--strategy ps --servers 1",
+                         "--strategy grid --pr 1", "--cluster-nodes 2"}) {
+    INFO(ok);
+    CHECK(dtsim_cli("predict " + base + " " + ok).code == 0);
+  }
+}
+
+TEST_CASE("cli: CSV and JSON carry plain numbers, tables keep human units") {
+  auto csv = dtsim_cli("models --format csv");
+  REQUIRE(csv.code == 0);
+  CHECK(csv.out.find("alexnet,61100840,714188480,23,") != std::string::npos);
+  auto table = dtsim_cli("models");
+  CHECK(table.out.find("714.19M") != std::string::npos);
+  // Every numeric column of the CSV outputs is a number a CSV reader parses: no unit suffix.
+  auto cells_are_numbers = [](const std::string& text, const std::vector<std::string>& columns) {
+    std::istringstream in(text);
+    std::string header, line;
+    std::getline(in, header);
+    std::vector<std::string> names;
+    std::stringstream hs(header);
+    for (std::string h; std::getline(hs, h, ',');) names.push_back(h);
+    int rows = 0;
+    while (std::getline(in, line)) {
+      std::vector<std::string> cells;
+      std::stringstream ls(line);
+      for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+      for (const auto& col : columns) {
+        auto it = std::find(names.begin(), names.end(), col);
+        REQUIRE(it != names.end());
+        const std::string& cell = cells.at(it - names.begin());
+        INFO(col << " = " << cell);
+        size_t used = 0;
+        CHECK_NOTHROW(std::stod(cell, &used));
+        CHECK(used == cell.size());
+      }
+      ++rows;
+    }
+    return rows;
+  };
+  CHECK(cells_are_numbers(csv.out, {"params", "fwd MACs/sample", "layers"}) == 13);
+  auto roof = dtsim_cli("roofline --model resnet18 --batch-per-gpu 32 --format csv");
+  REQUIRE(roof.code == 0);
+  CHECK(cells_are_numbers(roof.out, {"flops", "bytes", "intensity_flops_per_byte", "time_s", "attained_flops_per_s"}) > 100);
+  // Counts are whole numbers, written out in full (not 1.88822e+09).
+  {
+    std::istringstream in(roof.out);
+    std::string line;
+    std::getline(in, line);
+    REQUIRE(line.rfind("layer,kind,pass,math,flops,bytes,", 0) == 0);
+    while (std::getline(in, line)) {
+      std::vector<std::string> cells;
+      std::stringstream ls(line);
+      for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+      REQUIRE(cells.size() >= 6);
+      for (int col : {4, 5}) {
+        INFO(line);
+        CHECK(cells[col].find_first_not_of("0123456789") == std::string::npos);
+      }
+    }
+  }
+  auto pred = dtsim_cli("predict --model resnet50 --batch-per-gpu 64 --gpus 16 --format csv");
+  REQUIRE(pred.code == 0);
+  CHECK(cells_are_numbers(pred.out, {"iteration_s", "throughput_samples_per_s", "memory_device_bytes"}) == 1);
+  const Json j = Json::parse(dtsim_cli("predict --model resnet50 --batch-per-gpu 64 --gpus 16 --format json").out);
+  CHECK(pred.out.find("," + std::to_string(std::llround(j["memory"]["device_bytes"].get<double>())) + ",") != std::string::npos);
+}
+
+TEST_CASE("cli: help lists every registered strategy and framework profile") {
+  auto help = dtsim_cli("predict --help");
+  REQUIRE(help.code == 0);
+  // CLI11 wraps long descriptions: compare with the line breaks and indentation taken out.
+  std::string flat;
+  for (char c : help.out) flat += (c == '\n') ? ' ' : c;
+  std::string squeezed;
+  for (char c : flat)
+    if (!(c == ' ' && !squeezed.empty() && squeezed.back() == ' ')) squeezed += c;
+  for (const auto& n : dtsim::strategy_names()) {
+    INFO(n);
+    CHECK((squeezed.find(" " + n + ",") != std::string::npos || squeezed.find(" " + n + " ") != std::string::npos));
+  }
+  for (const auto& f : dtsim::framework_presets()) {
+    INFO(f);
+    CHECK(squeezed.find(f) != std::string::npos);
+  }
+  CHECK(squeezed.find("hierarchical-leader") != std::string::npos);
+  CHECK(squeezed.find("local-sgd") != std::string::npos);
+  CHECK(squeezed.find("pytorch-ops") != std::string::npos);
+  for (const char* cmd : {"sweep --help", "validate --help", "grid --help"}) {
+    INFO(cmd);
+    CHECK(dtsim_cli(cmd).out.find("pytorch-ops") != std::string::npos);
+  }
 }

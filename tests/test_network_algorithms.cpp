@@ -1,4 +1,4 @@
-// Identities and invariants every collective algorithm must keep (DESIGN §4).
+// Identities and invariants every collective algorithm must keep (docs/design.md §4, Collectives).
 #include <catch2/catch.hpp>
 
 #include <cmath>

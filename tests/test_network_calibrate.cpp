@@ -75,6 +75,27 @@ TEST_CASE("calibrate: recovers network constants from multi-node synthetic data"
   CHECK(r.tuning.hop_latency_s[kHwNet][kNcclRing][kNcclSimple] == Approx(truth.hop_latency_s[kHwNet][kNcclRing][kNcclSimple]).epsilon(0.02));
 }
 
+TEST_CASE("calibrate: on the preset's own H100 data no measurement ends worse than under the preset") {
+  // One all-gather (reduce-scatter) factor serves 2 and 4 GPUs, whose bus bandwidths differ by 18% (all-reduce's by 9%):
+  // least squares fitted it to 2 GPUs and made 4 GPUs at 1 GiB 24% slow, where the preset (fitted to
+  // all-reduce) was within 2%.
+  const ClusterSpec c = load_cluster("h100-sxm");
+  const MeasuredSet s = read_measured(std::string(DTSIM_SOURCE_DIR) + "/validation/data/h100-sxm/collective");
+  REQUIRE(s.points.size() > 200);
+  const CalibrationResult r = calibrate(c, s.points);
+  for (const auto& p : r.points) {
+    INFO(collective_op_name(p.measured.op) << " " << p.measured.gpus << " GPUs, " << static_cast<int64_t>(p.measured.bytes) << " B: " << p.error_before() << " -> " << p.error());
+    CHECK(std::fabs(p.error()) <= std::fabs(p.error_before()) + 0.02);
+    if (p.measured.gpus == 4 && p.measured.bytes == (1 << 30) && (p.measured.op == CollectiveOp::AllGather || p.measured.op == CollectiveOp::ReduceScatter))
+      CHECK(std::fabs(p.error()) < 0.04);
+  }
+  // Still a calibration: better on the whole, and it says what it held back from.
+  CHECK(r.median_abs_error < r.median_abs_error_before);
+  CHECK(r.max_abs_error <= r.max_abs_error_before);
+  CHECK(r.held_back.find("allgather") != std::string::npos);
+  CHECK(r.held_back.find('\n') == std::string::npos);
+}
+
 TEST_CASE("calibrate: nccl-tests logs, with launcher prefixes and in-place columns") {
   const std::string log = temp_path("ar.log");
   write(log, R"(# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0

@@ -1,5 +1,6 @@
-// Training strategies (model/strategy.hpp, DESIGN §5): each one's cost against hand-computed cases,
-// the grid's corners, asynchronous vs synchronous communication, and the sources' qualitative findings.
+// Training strategies (model/strategy.hpp, docs/design.md §5, Beyond data parallelism): each one's
+// cost against hand-computed cases, the grid's corners, asynchronous vs synchronous communication,
+// and the sources' qualitative findings.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -50,8 +51,8 @@ Graph one_linear() {
                     R"({"channels":1024,"height":1,"width":1})");
 }
 
-// The ring all-reduce of DESIGN §4 written out: base + 2(p-1) steps of latency (`inter` of them
-// across the network) + 2(p-1)/p n beta + (p-1)/p n gamma.
+// The ring all-reduce of docs/design.md §4 (Collectives) written out: base + 2(p-1) steps of
+// latency (`inter` of them across the network) + 2(p-1)/p n beta + (p-1)/p n gamma.
 double ring_allreduce(double n, int p, double base, double alpha_intra, double alpha_inter, int inter_steps, double beta, double gamma) {
   if (p <= 1) return 0;
   return base + (2.0 * (p - 1) - inter_steps) * alpha_intra + inter_steps * alpha_inter + 2.0 * (p - 1) / p * n * beta + (p - 1.0) / p * n * gamma;

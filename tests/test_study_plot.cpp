@@ -2,10 +2,14 @@
 // DTSIM_GNUPLOT points nowhere) the command exits 2 with one line and writes nothing.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "common/error.hpp"
 #include "common/plot.hpp"
+#include "model/study_plots.hpp"
 #include "study_cli.hpp"
 
 using study_test::run_dtsim;
@@ -88,4 +92,84 @@ TEST_CASE("plots: without gnuplot, exit 2 with one line and nothing written") {
   CHECK(r.code == 2);
   CHECK(lines(r.err) == 1);
   CHECK(entries(tmp.path) == 0);
+}
+
+TEST_CASE("plots: the breakdown's rotated x labels stay inside the picture") {
+  if (!have_gnuplot()) {
+    WARN("gnuplot is not installed: plots not drawn");
+    return;
+  }
+  study_test::TempDir tmp("labels");
+  // Long labels (what-ifs vary) on few and on many bars.
+  for (const std::string& sweep : {"--model resnet50 --gpus 1,8 --batch-per-gpu 32 --flops-scale 1,2 --nic-Gbps 100,400",
+                                   "--model resnet50,vgg16 --gpus 1,8 --batch-per-gpu 32,64 --flops-scale 1,2 --nic-Gbps 100,400",
+                                   "--model resnet18 --gpus 1..64:x2 --batch-per-gpu 16"}) {
+    INFO(sweep);
+    const std::string svg = tmp.path + "/b.svg";
+    auto r = run_dtsim("sweep " + sweep + " --plot-breakdown " + svg + " --format csv");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const std::string s = slurp(svg);
+    // gnuplot writes each tic label as <g transform="translate(X,Y) rotate(-50)" ... font-size="F"
+    // text-anchor="end"><text>LABEL</text>: the label ends at X and runs left and down from there.
+    int labels = 0;
+    for (size_t at = s.find("rotate(-50)"); at != std::string::npos; at = s.find("rotate(-50)", at + 1)) {
+      const size_t tr = s.rfind("translate(", at);
+      const double x = std::stod(s.substr(tr + 10));
+      const size_t fs = s.find("font-size=\"", at);
+      const double font = std::stod(s.substr(fs + 11));
+      const size_t t0 = s.find("<text>", at) + 6, t1 = s.find("</text>", t0);
+      const std::string label = s.substr(t0, t1 - t0);
+      // Sans averages under 0.6 em per character; the label reaches left by its length x cos 50.
+      const double reach = label.size() * 0.6 * font * std::cos(50 * 3.14159265358979 / 180);
+      INFO(label << " ends at x = " << x << ", reaches " << reach << " px left");
+      CHECK(x - reach >= 0);
+      ++labels;
+    }
+    CHECK(labels > 0);
+  }
+}
+
+TEST_CASE("plots: every kernel kind has its own colour and point shape on the roofline") {
+  // The styles themselves: no two kinds alike.
+  std::set<std::string> colours;
+  std::set<int> points;
+  const int kinds = static_cast<int>(dtsim::KernelKind::Eltwise) + 1;
+  for (int k = 0; k < kinds; ++k) {
+    colours.insert(dtsim::kind_style(static_cast<dtsim::KernelKind>(k)).colour);
+    points.insert(dtsim::kind_style(static_cast<dtsim::KernelKind>(k)).point_type);
+  }
+  CHECK(colours.size() == static_cast<size_t>(kinds));
+  CHECK(points.size() == static_cast<size_t>(kinds));
+  if (!have_gnuplot()) {
+    WARN("gnuplot is not installed: plots not drawn");
+    return;
+  }
+  // And as drawn: each plotted kind (a legend entry and its points) in a colour and symbol of its own.
+  study_test::TempDir tmp("roofline_styles");
+  const std::string svg = tmp.path + "/r.svg";
+  auto r = run_dtsim("roofline --model resnet18 --batch-per-gpu 32 --plot " + svg);
+  REQUIRE(r.code == 0);
+  const std::string s = slurp(svg);
+  std::map<std::string, std::pair<std::string, std::string>> drawn;  // kind -> (symbol, colour)
+  for (size_t at = s.find("<g id=\"gnuplot_plot_"); at != std::string::npos;) {
+    const size_t next = s.find("<g id=\"gnuplot_plot_", at + 1);
+    const std::string block = s.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    at = next;
+    const size_t t0 = block.find("<text>"), use = block.find("<use xlink:href='#");
+    if (t0 == std::string::npos || use == std::string::npos) continue;  // a line, not points
+    const std::string name = block.substr(t0 + 6, block.find("</text>", t0) - t0 - 6);
+    const std::string symbol = block.substr(use + 18, block.find('\'', use + 18) - use - 18);
+    const size_t c = block.find("color='", use);
+    drawn[name] = {symbol, block.substr(c + 7, block.find('\'', c + 7) - c - 7)};
+  }
+  CHECK(drawn.count("conv2d"));
+  CHECK(drawn.count("eltwise"));
+  CHECK(drawn.size() >= 8);
+  std::set<std::string> drawn_symbols, drawn_colours;
+  for (const auto& [name, style] : drawn) {
+    INFO(name << ": " << style.first << " in " << style.second);
+    CHECK(drawn_symbols.insert(style.first).second);
+    CHECK(drawn_colours.insert(style.second).second);
+  }
 }

@@ -1,9 +1,10 @@
 #pragma once
-// DASO (Coquelin et al., 2021/22; DESIGN §5): every step, a node-local all-reduce of gradients over
-// the node's fast links; every `global_skip` steps, a global all-reduce of the parameters among one
-// GPU per node (one group per local rank, each with 1/g of the parameters, sharing the node's NICs),
-// started in the background and awaited `batches_to_wait` steps later. Blocking phases (the start
-// and end of training) synchronise globally every step, with bf16 messages.
+// DASO (Coquelin et al., 2021/22; docs/design.md §5, Beyond data parallelism): every step, a
+// node-local all-reduce of gradients over the node's fast links; every `global_skip` steps, a
+// global all-reduce of the parameters among one GPU per node (one group per local rank, each with
+// 1/g of the parameters, sharing the node's NICs), started in the background and awaited
+// `batches_to_wait` steps later. Blocking phases (the start and end of training) synchronise
+// globally every step, with bf16 messages.
 #include "model/strategy.hpp"
 
 namespace dtsim {

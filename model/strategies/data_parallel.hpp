@@ -3,10 +3,11 @@
 // `dp` all-reduces DDP's buckets with the --algo algorithm (today's behaviour); `hierarchical`
 // reduce-scatters inside each node, all-reduces among the nodes (one ring per local rank, i.e. per
 // rail) and all-gathers inside each node; `ps` pushes each bucket to S parameter servers and pulls
-// the sum back (DESIGN §4: 2·n·max(p/S, 1)·β_server + 2α per bucket); `hierarchical-leader`
-// reduces each bucket to one GPU per node, all-reduces the whole bucket among those leaders and
-// broadcasts it inside the node (each phase priced by the --algo collective on its own GPUs: the
-// node's, then one per node; what `dtsim-harness train --allreduce hierarchical-leader` runs).
+// the sum back (docs/design.md §4, Collectives: 2·n·max(p/S, 1)·β_server + 2α per bucket);
+// `hierarchical-leader` reduces each bucket to one GPU per node, all-reduces the whole bucket among
+// those leaders and broadcasts it inside the node (each phase priced by the --algo collective on
+// its own GPUs: the node's, then one per node; what
+// `dtsim-harness train --allreduce hierarchical-leader` runs).
 #include "model/strategy.hpp"
 
 namespace dtsim {

@@ -1,7 +1,7 @@
 #pragma once
-// The elastic-averaging family (Zhang et al. 2015; You, Buluç, Demmel, SC'17; DESIGN §5). Each
-// worker trains on its own (no gradient all-reduce); every tau steps it exchanges its parameters
-// with a centre x̃: x_i -= η∇ + α(x_i - x̃), x̃ += α Σ(x_i - x̃).
+// The elastic-averaging family (Zhang et al. 2015; You, Buluç, Demmel, SC'17; docs/design.md §5,
+// Beyond data parallelism). Each worker trains on its own (no gradient all-reduce); every tau steps
+// it exchanges its parameters with a centre x̃: x_i -= η∇ + α(x_i - x̃), x̃ += α Σ(x_i - x̃).
 //  easgd-sync:    all workers at once, binary-tree reduce to the centre then tree broadcast
 //                 (2·Σ_levels(α + nβ) + ⌈lg p⌉·nγ), waited for.
 //  easgd-async:   a master holds x̃ and serves one worker at a time, first come first served; a

@@ -1,7 +1,8 @@
 #pragma once
-// Integrated model/batch/domain parallelism (Gholami et al., SPAA'18; DESIGN §5). The P GPUs form a
-// Pr x Pc grid: Pc columns split the batch (B/Pc samples each), the Pr GPUs of a column split each
-// layer's weights. Per layer i with d_i outputs and d_(i-1) inputs per sample:
+// Integrated model/batch/domain parallelism (Gholami et al., SPAA'18; docs/design.md §5, Beyond
+// data parallelism). The P GPUs form a Pr x Pc grid: Pc columns split the batch (B/Pc samples
+// each), the Pr GPUs of a column split each layer's weights. Per layer i with d_i outputs and
+// d_(i-1) inputs per sample:
 //   forward  all-gather of the outputs in the column:        AG(Pr, B·d_i/Pc)
 //   backward all-reduce of the input gradients in the column: AR(Pr, B·d_(i-1)/Pc)
 //   weights  all-reduce of the weight gradients in the row:   AR(Pc, |W_i|/Pr)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times a sample of the harness's conv2d rows through PyTorch (cudnn.benchmark=True) and writes
 both times side by side, so that predictors trained on the harness's cudnnFind data are known to
-hold for PyTorch runs (DESIGN.md section 6). With --bn-pool it does the same for batchnorm and
+hold for PyTorch runs (docs/design.md §6, Measuring). With --bn-pool it does the same for batchnorm and
 pooling rows (PyTorch may run those with its own kernels rather than cuDNN's) and prints the
 names of the kernels PyTorch launched for one shape of each.
 
