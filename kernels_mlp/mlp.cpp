@@ -118,7 +118,10 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
     std::vector<bool> inside;
     m->predict_log_ratio(x, y, &inside);
     for (size_t r = 0; r < idx.size(); ++r) {
-      seconds[idx[r]] = baseline.seconds(kernels[idx[r]]) * std::exp(y(static_cast<Eigen::Index>(r)));
+      const KernelDesc& k = kernels[idx[r]];
+      seconds[idx[r]] = baseline.seconds(k) * std::exp(y(static_cast<Eigen::Index>(r)));
+      if (m->max_roofline_fraction > 0)  // the predicted efficiency is bounded by the measured one
+        seconds[idx[r]] = std::max(seconds[idx[r]], std::max(baseline.compute_s(k), baseline.memory_s(k)) / m->max_roofline_fraction);
       if (in_range) (*in_range)[idx[r]] = inside[r];
     }
   }
@@ -172,6 +175,9 @@ PredictorSet load_predictors(const std::string& dir) {
       m.target_mean = p.at("target_mean").get<float>();
       m.target_std = p.at("target_std").get<float>();
       m.heldout = p.value("heldout", Json::object());
+      m.max_roofline_fraction = p.value("max_roofline_fraction", 0.0);
+      if (m.max_roofline_fraction < 0 || m.max_roofline_fraction > 1)
+        throw InputError(where + ".max_roofline_fraction", "must be in (0, 1] (an achieved fraction of the datasheet roofline)");
       if (p.contains("feature_min") != p.contains("feature_max")) throw InputError(where, "feature_min and feature_max come together");
       if (p.contains("feature_min")) {
         m.feature_min = vec(p.at("feature_min"), where + ".feature_min");
@@ -270,6 +276,7 @@ void write_predictors(const std::string& dir, const Json& manifest_base, const s
     p["features"] = m.feature_names;
     p["feature_mean"] = std::vector<float>(m.feature_mean.data(), m.feature_mean.data() + m.feature_mean.size());
     p["feature_std"] = std::vector<float>(m.feature_std.data(), m.feature_std.data() + m.feature_std.size());
+    if (m.max_roofline_fraction > 0) p["max_roofline_fraction"] = m.max_roofline_fraction;
     if (m.feature_min.size()) {
       p["feature_min"] = std::vector<float>(m.feature_min.data(), m.feature_min.data() + m.feature_min.size());
       p["feature_max"] = std::vector<float>(m.feature_max.data(), m.feature_max.data() + m.feature_max.size());

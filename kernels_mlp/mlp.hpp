@@ -34,6 +34,10 @@ struct Mlp {
   // clamped to the range, so that a ReLU network's linear growth beyond the data cannot carry a kernel
   // past the roofline; the efficiency of the nearest measured kernels is held instead.
   Eigen::VectorXf feature_min, feature_max;
+  // The largest achieved fraction of the roofline, max(FLOPs / peak, bytes / bandwidth) / time, over the
+  // training rows (manifest max_roofline_fraction; 0 in files written before it existed): no prediction
+  // claims a kernel runs closer to the roofline than any measured kernel of its kind did.
+  double max_roofline_fraction = 0;
 
   // log(seconds / baseline) for each row of raw (unnormalised) features; with `in_range`, whether each
   // row lay inside the training range (always true where the manifest has no range).

@@ -13,7 +13,8 @@ bool have_predictors() { return !pretrained_gpus().empty(); }
 // Closeness of two GPUs on the roofline's axes: peak FLOP/s per math mode and memory bandwidth.
 static double distance(const GpuSpec& a, const GpuSpec& b) {
   double d = std::pow(std::log(a.memory_bandwidth_Bps / b.memory_bandwidth_Bps), 2);
-  for (int m = 0; m < kMathModes; ++m) d += std::pow(std::log(a.peak_flops[m] / b.peak_flops[m]), 2);
+  for (int m = 0; m < kMathModes; ++m)  // a mode one of them lacks (V100's bf16) says nothing of closeness
+    if (a.peak_flops[m] > 0 && b.peak_flops[m] > 0) d += std::pow(std::log(a.peak_flops[m] / b.peak_flops[m]), 2);
   return d;
 }
 
@@ -75,7 +76,16 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
   std::vector<double> measured;
   std::vector<bool> in_range;
   size_t floored = 0;
-  for (const auto& src : sources_) {
+  // Measured ground first: a kernel outside the closest GPU's training range takes another measured
+  // GPU's predictor where it lies inside that one's range (scaled by the roofline ratio), before any
+  // predictor extrapolates (h200-sxm's large FP32 GEMMs from h100-sxm's, measured up to 1.1 TFLOP a
+  // call, rather than from its own, measured up to 0.26).
+  std::vector<const Source*> order;
+  for (const auto& src : sources_) order.push_back(&src);
+  for (const auto& src : sources_) order.push_back(&src);
+  for (size_t pass = 0; pass < order.size(); ++pass) {
+    const Source& src = *order[pass];
+    const bool in_range_only = pass < sources_.size() && sources_.size() > 1;
     if (open.empty()) break;
     batch.clear();
     for (size_t i : open) batch.push_back(ks[i]);
@@ -84,7 +94,7 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
     const double fixed_diff_s = target_.kernel_overhead_s - src.gpu.kernel_overhead_s;
     std::vector<size_t> still;
     for (size_t j = 0; j < open.size(); ++j) {
-      if (std::isnan(measured[j]) || !carries(src, batch[j])) {
+      if (std::isnan(measured[j]) || !carries(src, batch[j]) || (in_range_only && !in_range[j])) {
         still.push_back(open[j]);
         continue;
       }

@@ -72,6 +72,11 @@ struct Options {
   double min_time_s = 0;  // --evaluate: only rows whose measured time is at least this
 };
 
+// How close a measured kernel came to the datasheet roofline (1: at the peak or the bandwidth).
+double roofline_fraction(const Sample& s, const Baseline& base) {
+  return std::max(base.compute_s(s.kernel), base.memory_s(s.kernel)) / s.time_s;
+}
+
 struct ErrorStats {
   size_t rows = 0;
   double mape = 0, median_ape = 0, max_ape = 0;
@@ -254,6 +259,7 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
       if (group_of[i] == static_cast<int64_t>(gi)) {
         mk.feature_min = mk.feature_min.cwiseMin(x.row(i).transpose());
         mk.feature_max = mk.feature_max.cwiseMax(x.row(i).transpose());
+        mk.max_roofline_fraction = std::max(mk.max_roofline_fraction, std::min(1.0, roofline_fraction(*train[i], base)));
       }
     std::vector<std::vector<RowMatrix>> mw = member_w;
     std::vector<std::vector<Eigen::VectorXf>> mb = member_b;
@@ -361,8 +367,10 @@ int add_ranges(const std::string& dir, const std::map<std::string, std::vector<S
     std::vector<float> lo(nf, std::numeric_limits<float>::max()), hi(nf, std::numeric_limits<float>::lowest());
     std::vector<double> f;
     size_t rows = 0;
+    double best_fraction = 0;
     for (const auto& s : it->second) {
       if (s.beyond || is_heldout(s.kernel)) continue;
+      best_fraction = std::max(best_fraction, roofline_fraction(s, set.baseline));
       f.clear();
       features(s.kernel, set.sm_count, set.baseline, f, extended);
       for (size_t c = 0; c < nf; ++c) lo[c] = std::min(lo[c], static_cast<float>(f[c])), hi[c] = std::max(hi[c], static_cast<float>(f[c]));
@@ -371,11 +379,16 @@ int add_ranges(const std::string& dir, const std::map<std::string, std::vector<S
     if (rows == 0) continue;
     p["feature_min"] = lo;
     p["feature_max"] = hi;
+    // Capped at 1: a few measured rows beat the datasheet bandwidth (kernels_mlp/README.md); physics
+    // bounds the predictions regardless (MlpComputeModel).
+    best_fraction = std::min(best_fraction, 1.0);
+    p["max_roofline_fraction"] = best_fraction;
     // Held-out rows outside the training range are now clamped at inference: their error is remeasured
     // (the figure before is kept beside it).
     Mlp clamped = m;
     clamped.feature_min = Eigen::Map<const Eigen::VectorXf>(lo.data(), static_cast<Eigen::Index>(nf));
     clamped.feature_max = Eigen::Map<const Eigen::VectorXf>(hi.data(), static_cast<Eigen::Index>(nf));
+    clamped.max_roofline_fraction = best_fraction;
     std::vector<const Sample*> held;
     std::vector<double> measured;
     for (const auto& s : it->second)
