@@ -29,7 +29,7 @@ struct Knob {
   std::string name;
   double start;  // unconstrained coordinate of the cluster's value
   std::function<void(NcclTuning&, const NcclTuning& base, double)> apply;
-  bool selection = false;  // moves only NCCL's choice: searched on a grid, the loss is a step function of it
+  bool grid = false;  // moves where protocols switch: searched on a grid, the loss has steps in it
 };
 
 double logit(double p) { return std::log(p / (1 - p)); }
@@ -47,10 +47,10 @@ std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw,
   }
   std::vector<Knob> k;
   if (intra) {
-    // What NCCL believes a protocol's latency is decides where it switches protocols: scale its
-    // tables (base and NVLink/PCIe hops together; one node cannot tell them apart).
+    // A protocol's latency in NCCL's tables, which with the cost correction below decides where the
+    // protocols switch: scale its base and NVLink/PCIe hops together (one node cannot tell them apart).
     for (int p = 0; p < kNcclProtos; ++p)
-      k.push_back({std::string("selection latency ") + nccl_proto_name(p), 0.0,
+      k.push_back({std::string("table latency ") + nccl_proto_name(p), 0.0,
                    [p, intra_hw](NcclTuning& t, const NcclTuning& b, double x) {
                      const double s = std::exp(x);
                      for (int a = 0; a < kNcclAlgos; ++a) {
@@ -172,12 +172,16 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
     for (size_t i = 0; i < knobs.size(); ++i) knobs[i].apply(t, base, x[i]);
     return t;
   };
+  // Squared log error up to kRobust, linear beyond (Huber): the model prices the cheapest pair, and
+  // where NCCL runs a dearer one (2 MiB on 2 H100s costs 2.1x 1 MiB) no constants reproduce the
+  // measurement; such a point must not drag the fit of every other size.
+  constexpr double kRobust = 0.1;
   auto loss = [&](const NcclTuning& t) {
     double s = 0;
     for (const auto& m : pts) {
       double p = predict_measured(c, t, m).time_s;
-      double e = std::log(p / m.time_s);
-      s += e * e;
+      double e = std::fabs(std::log(p / m.time_s));
+      s += e <= kRobust ? e * e : kRobust * (2 * e - kRobust);
     }
     return s / pts.size();
   };
@@ -190,7 +194,7 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
   std::vector<double> start(knobs.size());
   for (size_t i = 0; i < knobs.size(); ++i) start[i] = knobs[i].start;
   std::vector<size_t> cont, sel;
-  for (size_t i = 0; i < knobs.size(); ++i) (knobs[i].selection ? sel : cont).push_back(i);
+  for (size_t i = 0; i < knobs.size(); ++i) (knobs[i].grid ? sel : cont).push_back(i);
   double best_loss = INFINITY;
   std::vector<double> best_x = start;
   int best_channels = base.channels;
@@ -214,7 +218,7 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
       y = nelder_mead(g, y, step, 2000);
       for (size_t i = 0; i < cont.size(); ++i) x[cont[i]] = y[i];
     };
-    // Alternate: costs by Nelder-Mead, NCCL's choice by a grid over each selection scale (1/8x..8x).
+    // Alternate: costs by Nelder-Mead, the table latencies by a grid over each scale (1/8x..8x).
     // Continuous constants first get a coarse scan each, since a link that does not bind (or a
     // protocol never chosen) is flat ground on which Nelder-Mead cannot start.
     for (size_t i : cont) {
