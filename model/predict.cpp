@@ -79,6 +79,138 @@ IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const Tr
   return run_schedule(g, lower_iteration(g, batch, cfg.precision), c, one, *compute, *algo, place(c, 1));
 }
 
+const char* resource_name(Resource r) {
+  switch (r) {
+    case Resource::Compute: return "compute";
+    case Resource::Memory: return "memory";
+    case Resource::Communication: return "communication";
+    case Resource::Host: return "host";
+  }
+  return "?";
+}
+
+WhatIf improved(Resource r) {
+  WhatIf w;
+  switch (r) {
+    case Resource::Compute: w.flops_scale = 2; break;
+    case Resource::Memory: w.memory_bandwidth_scale = 2; break;
+    case Resource::Communication:
+      w.intra_node_bandwidth_scale = 2;
+      w.inter_node_bandwidth_scale = 2;
+      w.latency_scale = 0.5;
+      break;
+    case Resource::Host: w.launch_overhead_scale = 0.5; break;
+  }
+  return w;
+}
+
+std::string bottleneck_rule(const double parts[4], double iteration_s, const std::function<double(Resource)>& gain_s) {
+  // Largest part first; ties keep the order compute, memory, communication, host.
+  int order[4] = {0, 1, 2, 3};
+  std::stable_sort(std::begin(order), std::end(order), [&](int a, int b) { return parts[a] > parts[b]; });
+  double gains[4] = {0, 0, 0, 0};
+  bool asked[4] = {false, false, false, false};
+  for (int i : order) {
+    if (!(parts[i] > 0)) continue;
+    gains[i] = gain_s(static_cast<Resource>(i));
+    asked[i] = true;
+    if (gains[i] >= kBottleneckGain * iteration_s) return resource_name(static_cast<Resource>(i));
+  }
+  // No improvement buys that much: the one that buys most (the largest part if none buys anything).
+  int best = order[0];
+  for (int i : order)
+    if (asked[i] && gains[i] > gains[best]) best = i;
+  return resource_name(static_cast<Resource>(best));
+}
+
+namespace {
+
+// One training step of the configuration on a cluster: predict's own step and the same step on the
+// cluster with one resource improved, for the bottleneck and the limiting link.
+class Stepper {
+ public:
+  Stepper(const Graph& g, const IterationKernels& kernels, const TrainingConfig& cfg, const CollectiveAlgorithm& algo, const Strategy& strategy,
+          const Placement& where)
+      : g_(g), kernels_(kernels), cfg_(cfg), algo_(algo), strategy_(strategy), where_(where) {}
+
+  bool dp() const { return strategy_.name() == "dp"; }
+
+  // DDP's step (the dp strategy's, and what the others' shares are read from when they replay none).
+  IterationTimeline dp_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
+    TrainingConfig run = cfg_;
+    run.record_kernels = record;
+    return run_schedule(g_, kernels_, c, run, compute, algo_, where_);
+  }
+
+  StrategyOutcome strategy_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
+    const bool overlap = cfg_.overlap.value_or(c.framework.overlap);
+    auto simulate = [&](const std::function<double(double)>& bucket_s) {
+      ScheduleOptions opt;
+      opt.overlap = overlap;
+      opt.first_bucket_bytes = c.framework.first_bucket_bytes;
+      opt.bucket_bytes = c.framework.bucket_bytes;
+      opt.launch_overhead_s = c.framework.launch_overhead_s;
+      opt.host_cost_s = &c.framework.host_cost_s;
+      opt.ddp_gradient_copy = c.framework.ddp_gradient_copy;
+      opt.iteration_overhead_s = c.framework.iteration_overhead_s;
+      opt.record_kernels = record;
+      return simulate_iteration(g_, kernels_, compute, bucket_s, opt);
+    };
+    TrainingConfig quiet = cfg_;
+    quiet.record_kernels = false;
+    auto single = [&](int64_t batch) {
+      if (batch == cfg_.batch_per_gpu) return run_schedule(g_, kernels_, c, quiet, compute, algo_, place(c, 1));
+      return run_schedule(g_, lower_iteration(g_, batch, cfg_.precision), c, quiet, compute, algo_, place(c, 1));
+    };
+    StrategyContext ctx{g_, c, where_, cfg_.batch_per_gpu, cfg_.precision, compute, algo_, cfg_.strategy_params, simulate, single};
+    return strategy_.predict(ctx);
+  }
+
+  // The step's time and its communication per step on cluster c.
+  std::pair<double, double> step(const ClusterSpec& c, const ComputeModel& compute) const {
+    if (dp()) {
+      const IterationTimeline t = dp_step(c, compute, false);
+      return {t.iteration_s, t.comm_s};
+    }
+    const StrategyOutcome o = strategy_step(c, compute, false);
+    return {o.step_s, o.comm_s};
+  }
+
+  // Communication per step on cluster c; dp's is its buckets' all-reduces, whatever the schedule.
+  double comm_s(const ClusterSpec& c, const ComputeModel& compute, const std::vector<GradientBucket>& buckets) const {
+    if (!dp()) return step(c, compute).second;
+    double s = 0;
+    for (const auto& b : buckets) s += algo_.time_s(CollectiveOp::AllReduce, static_cast<double>(b.bytes), where_, c);
+    return s;
+  }
+
+ private:
+  const Graph& g_;
+  const IterationKernels& kernels_;
+  const TrainingConfig& cfg_;
+  const CollectiveAlgorithm& algo_;
+  const Strategy& strategy_;
+  const Placement& where_;
+};
+
+// What limits the communication, by what a 2x better link or latency changes (Prediction::comm_bottleneck).
+std::string limiting_link(const ClusterSpec& c, double comm_s, const std::function<double(const ClusterSpec&)>& comm_on) {
+  // Communication that no what-if changes comes out bit for bit the same; anything else counts.
+  const double noise = 1e-9 * comm_s;
+  WhatIf intra, inter, latency;
+  intra.intra_node_bandwidth_scale = 2;
+  inter.inter_node_bandwidth_scale = 2;
+  latency.latency_scale = 0.5;
+  const double gain_intra = comm_s - comm_on(apply_what_if(c, intra));
+  const double gain_inter = comm_s - comm_on(apply_what_if(c, inter));
+  if (gain_inter > noise && gain_inter > gain_intra) return "inter-node network";
+  if (gain_intra > noise) return "intra-node " + c.intra.kind;
+  if (comm_s - comm_on(apply_what_if(c, latency)) > noise) return "per-step latency";
+  return "collective library's own limits";
+}
+
+}  // namespace
+
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg) {
   if (cfg.batch_per_gpu < 1 || cfg.batch_per_gpu > kMaxBatchPerGpu)
     throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(cfg.batch_per_gpu));
@@ -90,6 +222,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   auto strategy = make_strategy(cfg.strategy);
   check_strategy_params(strategy->name(), cfg.strategy_params);
   const IterationKernels kernels = lower_iteration(g, cfg.batch_per_gpu, cfg.precision);
+  const Stepper stepper(g, kernels, cfg, *algo, *strategy, where);
 
   Prediction p;
   p.model = g.name;
@@ -103,7 +236,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   p.nodes = where.nodes;
   p.batch_per_gpu = cfg.batch_per_gpu;
   p.overlap = cfg.overlap.value_or(c.framework.overlap);
-  p.timeline = run_schedule(g, kernels, c, cfg, *compute, *algo, where);
+  p.timeline = stepper.dp_step(c, *compute, cfg.record_kernels);
   const IterationTimeline& t = p.timeline;
   p.iteration_s = t.iteration_s;
   p.throughput_samples_per_s = static_cast<double>(cfg.batch_per_gpu) * where.gpus / t.iteration_s;
@@ -122,34 +255,14 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
     one.record_kernels = false;
     p.single_gpu_iteration_s = run_schedule(g, kernels, c, one, *compute, *algo, place(c, 1)).iteration_s;
   }
-  p.comm_bottleneck = comm_bottleneck(where, c);
 
   // The training strategy: `dp` is the step above; the others price their own step.
-  if (strategy->name() == "dp") {
+  if (stepper.dp()) {
     p.strategy = outcome_from_timeline("dp", strategy->trade_off(), p.timeline);
     p.strategy.has_timeline = false;  // the same as p.timeline
     p.strategy.timeline = {};
   } else {
-    auto simulate = [&](const std::function<double(double)>& bucket_s) {
-      ScheduleOptions opt;
-      opt.overlap = p.overlap;
-      opt.first_bucket_bytes = c.framework.first_bucket_bytes;
-      opt.bucket_bytes = c.framework.bucket_bytes;
-      opt.launch_overhead_s = c.framework.launch_overhead_s;
-      opt.host_cost_s = &c.framework.host_cost_s;
-      opt.ddp_gradient_copy = c.framework.ddp_gradient_copy;
-      opt.iteration_overhead_s = c.framework.iteration_overhead_s;
-      opt.record_kernels = cfg.record_kernels;
-      return simulate_iteration(g, kernels, *compute, bucket_s, opt);
-    };
-    TrainingConfig quiet = cfg;
-    quiet.record_kernels = false;
-    auto single = [&](int64_t batch) {
-      if (batch == cfg.batch_per_gpu) return run_schedule(g, kernels, c, quiet, *compute, *algo, place(c, 1));
-      return run_schedule(g, lower_iteration(g, batch, cfg.precision), c, quiet, *compute, *algo, place(c, 1));
-    };
-    StrategyContext ctx{g, c, where, cfg.batch_per_gpu, cfg.precision, *compute, *algo, cfg.strategy_params, simulate, single};
-    p.strategy = strategy->predict(ctx);
+    p.strategy = stepper.strategy_step(c, *compute, cfg.record_kernels);
     const StrategyOutcome& o = p.strategy;
     if (o.has_timeline) {
       p.timeline = o.timeline;
@@ -168,11 +281,26 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   }
   p.scaling_efficiency = p.single_gpu_iteration_s / p.iteration_s;
 
-  // The verdict: whichever share of the iteration is largest.
-  const IterationTimeline& t2 = p.timeline;
-  const std::pair<double, const char*> shares[] = {
-      {t2.compute_bound_s, "compute"}, {t2.memory_bound_s, "memory"}, {p.exposed_comm_s, "communication"}, {p.host_idle_s, "host"}};
-  p.bottleneck = std::max_element(std::begin(shares), std::end(shares), [](auto& a, auto& b) { return a.first < b.first; })->second;
+  // What limits the communication: the link whose bandwidth, doubled, shortens it.
+  if (where.gpus <= 1) {
+    p.comm_bottleneck = "none";
+  } else {
+    const std::vector<GradientBucket> buckets = p.timeline.buckets;
+    p.comm_bottleneck = limiting_link(c, p.comm_s, [&](const ClusterSpec& better) { return stepper.comm_s(better, *compute, buckets); });
+  }
+
+  // The bottleneck: the largest part of the iteration whose resource, improved 2x, shortens it.
+  const double parts[4] = {p.timeline.compute_bound_s, p.timeline.memory_bound_s, p.exposed_comm_s, p.host_idle_s};
+  auto gain_s = [&](Resource r) {
+    const ClusterSpec better = apply_what_if(c, improved(r));
+    std::shared_ptr<const ComputeModel> m = compute;  // kernel times change with the GPU only
+    if (r == Resource::Compute || r == Resource::Memory) {
+      m = r == Resource::Compute ? cfg.compute_2x_flops : cfg.compute_2x_memory;
+      if (!m) m = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, better), 4);
+    }
+    return p.iteration_s - stepper.step(better, *m).first;
+  };
+  p.bottleneck = bottleneck_rule(parts, p.iteration_s, gain_s);
   return p;
 }
 

@@ -72,6 +72,23 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
   compute.times(k.forward, fwd_t);
   compute.times(k.backward, bwd_t);
   compute.times(k.update, upd_t);
+  // DDP's gradient copy into its bucket (and the 1/world scale), one kernel per layer with
+  // parameters: two read-write passes over the FP32 gradient. Priced as one list too.
+  std::vector<KernelDesc> copies;
+  std::vector<int> copy_of(L, -1);
+  std::vector<KernelTime> copy_t;
+  if (opt.ddp_gradient_copy) {
+    for (size_t i = 0; i < L; ++i) {
+      const int64_t p = g.layers[i].params();
+      if (p <= 0) continue;
+      KernelDesc copy{KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, static_cast<int>(i), {}, "ddp_gradient_copy", 0, 0};
+      copy.shape[0] = copy.shape[1] = 2 * p;
+      set_cost(copy);
+      copy_of[i] = static_cast<int>(copies.size());
+      copies.push_back(copy);
+    }
+    compute.times(copies, copy_t);
+  }
 
   double host = opt.iteration_overhead_s;  // host time before the first launch
   double gpu_free = 0;
@@ -104,17 +121,11 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
     t.layers[kd.layer].bwd_s += dur;
     grad_ready[kd.layer] = end;  // a layer's last backward kernel produces its parameter gradients
     const bool layer_done = i + 1 == k.backward.size() || k.backward[i + 1].layer != kd.layer;
-    if (opt.ddp_gradient_copy && layer_done) {
-      // The copy into the bucket and the 1/world scale: two read-write passes over the FP32 gradient.
-      const int64_t p = g.layers[kd.layer].params();
-      if (p > 0) {
-        KernelDesc copy{KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, kd.layer, {}, "ddp_gradient_copy", 0, 0};
-        copy.shape[0] = copy.shape[1] = 2 * p;
-        set_cost(copy);
-        auto [cdur, cend] = issue(copy, compute.time(copy), 0);
-        t.layers[kd.layer].bwd_s += cdur;
-        grad_ready[kd.layer] = cend;
-      }
+    if (opt.ddp_gradient_copy && layer_done && copy_of[kd.layer] >= 0) {
+      const int c = copy_of[kd.layer];
+      auto [cdur, cend] = issue(copies[c], copy_t[c], 0);
+      t.layers[kd.layer].bwd_s += cdur;
+      grad_ready[kd.layer] = cend;
     }
   }
   t.backward_end_s = gpu_free;

@@ -43,14 +43,21 @@ static void describe_link(StudyRow& r, const ClusterSpec& c) {
     r.link = "none (one GPU)";
     return;
   }
+  const std::string network = "inter-node network (" + std::to_string(c.inter.nics_per_node) + " x " + fmt_sig(c.inter.nic_bandwidth_Bps * 8 / 1e9, 4) +
+                              " Gb/s per node" + (c.inter.oversubscription > 1 ? ", " + fmt_sig(c.inter.oversubscription, 3) + ":1 oversubscribed" : "") +
+                              " = " + fmt_sig(c.inter.node_bandwidth_Bps() / 1e9, 4) + " GB/s)";
+  const std::string intra = "intra-node " + c.intra.kind + " (" + fmt_sig(c.intra.bandwidth_Bps / 1e9, 4) + " GB/s per GPU)";
+  // The link a faster version of which shortens the communication (Prediction::comm_bottleneck),
+  // with its rate; where neither does, the links it crosses and no rate to credit time to.
   if (p.comm_bottleneck.rfind("inter", 0) == 0) {
     r.link_Bps = c.inter.node_bandwidth_Bps();
-    r.link = "inter-node network (" + std::to_string(c.inter.nics_per_node) + " x " + fmt_sig(c.inter.nic_bandwidth_Bps * 8 / 1e9, 4) +
-             " Gb/s per node" + (c.inter.oversubscription > 1 ? ", " + fmt_sig(c.inter.oversubscription, 3) + ":1 oversubscribed" : "") +
-             " = " + fmt_sig(r.link_Bps / 1e9, 4) + " GB/s)";
-  } else {
+    r.link = network;
+  } else if (p.comm_bottleneck.rfind("intra", 0) == 0) {
     r.link_Bps = c.intra.bandwidth_Bps;
-    r.link = "intra-node " + c.intra.kind + " (" + fmt_sig(r.link_Bps / 1e9, 4) + " GB/s per GPU)";
+    r.link = intra;
+  } else {
+    r.link_Bps = 0;
+    r.link = p.nodes > 1 ? intra + " and the " + network : intra;
   }
 }
 
@@ -298,13 +305,21 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
   }
   // Kernel times depend on the model, the batch size and the what-if's GPU, not on the GPU count:
   // one remembering model per what-if prices each (model, batch) once for all of its GPU counts.
+  // The same for the GPU with twice the FLOP/s and twice the memory bandwidth, which the bottleneck
+  // rule prices (model/predict.hpp), made when a prediction first asks.
   std::vector<std::shared_ptr<const ComputeModel>> computes;
+  std::vector<std::shared_ptr<const ComputeModel>> computes_2x_flops(clusters.size()), computes_2x_memory(clusters.size());
   for (const ClusterSpec& c : clusters) computes.push_back(std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, c)));
   for (size_t mi = 0; mi < s.models.size(); ++mi) {
     for (size_t wi = 0; wi < s.what_ifs.size(); ++wi)
       for (size_t bi = 0; bi < s.batches.size(); ++bi)
         for (int64_t n : s.gpus) {
           cfg.compute = computes[wi];
+          for (auto [r, cache] : {std::make_pair(Resource::Compute, &computes_2x_flops), std::make_pair(Resource::Memory, &computes_2x_memory)})
+            if (!(*cache)[wi])
+              (*cache)[wi] = std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, apply_what_if(clusters[wi], improved(r))));
+          cfg.compute_2x_flops = computes_2x_flops[wi];
+          cfg.compute_2x_memory = computes_2x_memory[wi];
           const Graph& g = graphs[mi][bi];
           cfg.batch_per_gpu = s.batches[bi];
           cfg.gpus = s.by_nodes ? n * clusters[wi].gpus_per_node : n;

@@ -72,10 +72,7 @@ IterationShares iteration_shares(const Prediction& p) {
   s.exposed_comm_s = p.exposed_comm_s;
   s.host_idle_s = p.host_idle_s;
   s.iteration_s = p.iteration_s;
-  // The same rule as predict(): the largest part. Ties go to the earlier entry, as max_element does.
-  const std::pair<double, const char*> parts[] = {
-      {s.compute_bound_s, "compute"}, {s.memory_bound_s, "memory"}, {s.exposed_comm_s, "communication"}, {s.host_idle_s, "host"}};
-  s.bound = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) { return a.first < b.first; })->second;
+  s.bound = p.bottleneck;  // predict()'s bottleneck_rule: the largest part whose improvement shortens the iteration
   return s;
 }
 
@@ -89,9 +86,37 @@ std::string short_verdict(const StudyRow& r) {
   return v;
 }
 
+static double param(const StrategyOutcome& o, const std::string& key, double fallback = 0) {
+  for (const auto& [k, v] : o.parameters)
+    if (k == key) return v;
+  return fallback;
+}
+
+static const StrategyPhase* phase(const StrategyOutcome& o, const std::string& name) {
+  for (const auto& ph : o.phases)
+    if (ph.name == name) return &ph;
+  return nullptr;
+}
+
+// "every step", "every 4 steps".
+static std::string every(double steps) { return steps == 1 ? "every step" : "every " + fmt_sig(steps, 4) + " steps"; }
+
+static bool data_parallel(const Prediction& p) { return p.strategy.name.empty() || p.strategy.name == "dp"; }
+
+// What limits the communication (Prediction::comm_bottleneck), in words: the link with its rate, or
+// why no link's bandwidth does.
+static std::string limit_words(const StudyRow& r) {
+  const Prediction& p = r.p;
+  if (r.link_Bps > 0) return "the " + r.link + " limits it (twice its bandwidth shortens it)";
+  if (p.comm_bottleneck == "per-step latency")
+    return "twice the bandwidth of neither the " + r.link + " shortens it: it is per-step latency";
+  return "neither twice the links' bandwidth nor half their latency shortens it (the " + p.comm_bottleneck + ")";
+}
+
 // The all-reduce in words: which collective, how many bytes in how many buckets, over which link, and
-// how its time compares with moving the ring's bytes at the link's full rate.
-static std::string comm_words(const StudyRow& r) {
+// how its time compares with moving the ring's bytes at the link's full rate. Only where that link's
+// bandwidth is what limits it (Prediction::comm_bottleneck) is any of the time credited to its rate.
+static std::string allreduce_words(const StudyRow& r) {
   const Prediction& p = r.p;
   std::string s = p.algo + " all-reduce of " + fmt_bytes(static_cast<double>(p.grad_bytes)) + " of gradients in " +
                   std::to_string(p.timeline.buckets.size()) + " bucket" + (p.timeline.buckets.size() == 1 ? "" : "s") + " over the " + r.link +
@@ -102,8 +127,95 @@ static std::string comm_words(const StudyRow& r) {
     s += " (" + fmt_time(floor_s) + " of it is moving 2(p-1)/p of the bytes at the link's full rate";
     if (p.comm_s > 2 * floor_s) s += "; the rest, " + fmt_time(p.comm_s - floor_s) + ", is per-step latency and reduction across " + std::to_string(p.gpus) + " GPUs";
     s += ")";
+  } else if (p.gpus > 1) {
+    s += " (" + std::string(p.comm_bottleneck == "per-step latency" ? "twice either link's bandwidth would not shorten it: per-step latency across " +
+                                                                          std::to_string(p.gpus) + " GPUs"
+                                                                    : "neither twice the links' bandwidth nor half their latency would shorten it") +
+         ")";
   }
   return s;
+}
+
+// A strategy's communication per step in words, from what it reports (model/strategies/): what moves,
+// how often, how long it takes, how much of it the step waits for, and what limits it.
+static std::string strategy_comm_words(const StudyRow& r) {
+  const Prediction& p = r.p;
+  const StrategyOutcome& o = p.strategy;
+  const std::string bytes = fmt_bytes(static_cast<double>(p.grad_bytes));
+  const std::string nodes = std::to_string(p.nodes) + (p.nodes == 1 ? " node" : " nodes");
+  const size_t nb = p.timeline.buckets.size();
+  const std::string buckets = std::to_string(nb) + " bucket" + (nb == 1 ? "" : "s");
+  const std::string hidden = fmt_time(std::max(0.0, p.comm_s - p.exposed_comm_s));
+  std::string s;
+  if (o.name == "daso") {
+    const double skip = param(o, "global_skip", 1), wait = param(o, "batches_to_wait");
+    const double local_comm = p.timeline.comm_s;
+    s = "every step the GPUs of each node all-reduce the " + bytes + " of gradients among themselves in " + buckets + " (" + fmt_time(local_comm) + ", " +
+        fmt_time(std::max(0.0, local_comm - p.timeline.exposed_comm_s)) + " of it hidden behind the backward pass); " + every(skip) + " the " + nodes +
+        " average the " + bytes + " of FP32 parameters (" + fmt_time(param(o, "global_allreduce_fp32_s")) + "), awaited " + fmt_sig(wait, 4) +
+        (wait == 1 ? " step" : " steps") + " later";
+    if (const StrategyPhase* cyc = phase(o, "cycling")) {
+      const double waited = std::max(0.0, cyc->step_s - p.timeline.iteration_s);
+      s += waited > 0 ? ", which leaves " + fmt_time(waited) + " per step waited for" : ", hidden behind the local steps in between";
+    }
+    if (const StrategyPhase* blk = phase(o, "blocking"); blk && blk->fraction_of_steps > 0)
+      s += "; in the blocking " + pct0(blk->fraction_of_steps) + " of the steps a bf16 average (" + fmt_time(param(o, "global_allreduce_bf16_s")) +
+           ") is waited for every step";
+    s += ". On average " + fmt_time(p.comm_s) + " of communication per step, " + fmt_time(p.exposed_comm_s) + " of it exposed";
+  } else if (o.name == "hierarchical") {
+    s = "each of the " + buckets + " (" + bytes + " of gradients) is reduce-scattered among the " + fmt_sig(param(o, "gpus_per_node"), 4) +
+        " GPUs of a node, all-reduced a share per rail among the " + nodes + " and all-gathered back, three " + p.algo + " collectives: " +
+        fmt_time(p.comm_s) + " per step, " + hidden + " of it hidden behind the backward pass";
+  } else if (o.name == "hierarchical-leader") {
+    s = "each of the " + buckets + " (" + bytes + " of gradients) is reduced to one GPU per node, all-reduced among the " + nodes +
+        "' leaders and broadcast back: " + fmt_time(p.comm_s) + " per step, " + hidden + " of it hidden behind the backward pass";
+  } else if (o.name == "ps") {
+    s = "each of the " + buckets + " (" + bytes + " of gradients) is pushed to and pulled back from " + fmt_sig(param(o, "servers"), 4) +
+        " parameter server" + (param(o, "servers") == 1 ? "" : "s") + " through their NICs: " + fmt_time(p.comm_s) + " per step, " + hidden +
+        " of it hidden behind the backward pass";
+  } else if (o.name == "local-sgd") {
+    const double tau = param(o, "tau", 1);
+    s = "no gradient all-reduce; " + every(tau) + " the " + bytes + " of FP32 parameters are all-reduced and averaged (" +
+        fmt_time(param(o, "parameter_allreduce_s")) + "), waited for: " + fmt_time(p.comm_s) + " per step on average";
+  } else if (o.name == "easgd-sync") {
+    const double tau = param(o, "tau", 1);
+    s = every(tau) + " the workers' " + bytes + " of FP32 parameters are tree-reduced to the centre and broadcast back (" +
+        fmt_time(param(o, "exchange_s")) + "), waited for: " + fmt_time(p.comm_s) + " per step on average";
+  } else if (o.name == "easgd-async" || o.name == "measgd-async" || o.name == "hogwild-easgd") {
+    const double tau = param(o, "tau", 1);
+    s = every(tau) + " each of the " + std::to_string(p.gpus) + " workers swaps its " + bytes +
+        " of FP32 parameters with the centre (" + fmt_time(param(o, "exchange_s")) + " per exchange), " +
+        (o.name == "hogwild-easgd" ? "the exchanges sharing the master's NIC while the workers train on"
+                                   : "the master serving one worker at a time") +
+        ": " + fmt_time(p.comm_s) + " per step, " + fmt_time(p.exposed_comm_s) + " of it waited for";
+  } else if (o.name == "grid") {
+    s = "on a " + fmt_sig(param(o, "pr"), 4) + " x " + fmt_sig(param(o, "pc"), 4) + " grid (model x batch" + (param(o, "domain") ? ", domain-parallel" : "") +
+        ") " + (param(o, "activation_comm_s") > 0 ? "the activations' collectives take " + fmt_time(param(o, "activation_comm_s")) + " and " : std::string()) +
+        "the weight all-reduces take " + fmt_time(param(o, "weight_comm_s")) + " per step, none of it overlapped";
+  } else {
+    s = o.name + " communicates " + fmt_time(p.comm_s) + " per step, " + fmt_time(p.exposed_comm_s) + " of it exposed";
+  }
+  return s + "; " + limit_words(r);
+}
+
+// What the GPU waits for when communication is the bound, per strategy.
+static std::string waited_for(const Prediction& p) {
+  const std::string& n = p.strategy.name;
+  if (data_parallel(p)) return "gradient all-reduces that the backward pass could not hide";
+  if (n == "daso") return "node-local gradient all-reduces and global parameter averages that the local steps could not hide";
+  if (n == "hierarchical" || n == "hierarchical-leader") return "the gradient buckets' collectives that the backward pass could not hide";
+  if (n == "ps") return "gradient pushes to and pulls from the parameter servers that the backward pass could not hide";
+  if (n == "local-sgd") return "parameter averages";
+  if (n == "grid") return "activation and weight collectives, which are not overlapped";
+  return "parameter exchanges with the centre";
+}
+
+// What improving a resource 2x means, for the verdict's words.
+static std::string improvement_words(const std::string& resource) {
+  if (resource == "compute") return "twice the FLOP/s";
+  if (resource == "memory") return "twice the memory bandwidth";
+  if (resource == "communication") return "twice the links' bandwidth at half their latency";
+  return "half the launch cost";
 }
 
 std::string config_verdict(const StudyRow& r) {
@@ -117,12 +229,24 @@ std::string config_verdict(const StudyRow& r) {
   else if (s.bound == "memory")
     v = "Memory-bound: kernels limited by GPU memory bandwidth take " + part(s.memory_bound_s, "of the " + fmt_time(it) + " iteration") + ".";
   else if (s.bound == "communication")
-    v = "Communication-bound: the GPU waits " + part(s.exposed_comm_s, "of the " + fmt_time(it) + " iteration") +
-        " for gradient all-reduces that the backward pass could not hide.";
+    v = "Communication-bound: the GPU waits " + part(s.exposed_comm_s, "of the " + fmt_time(it) + " iteration") + " for " + waited_for(p) + ".";
   else
     v = "Host-bound: the GPU waits " + part(s.host_idle_s, "of the " + fmt_time(it) + " iteration") +
         " for the host to issue kernels; at batch " + std::to_string(p.batch_per_gpu) +
         " per GPU the kernels are shorter than the framework's launch cost (a larger batch or CUDA graphs would help).";
+  // The bound is the largest part whose resource, improved, shortens the iteration: say why a larger
+  // part is not the bound.
+  const std::tuple<double, const char*, const char*> parts[] = {{s.compute_bound_s, "compute", "Arithmetic-limited kernels"},
+                                                                {s.memory_bound_s, "memory", "Memory-bound kernels"},
+                                                                {s.exposed_comm_s, "communication", "Exposed communication"},
+                                                                {s.host_idle_s, "host", "Host-bound idle time"}};
+  double bound_part = 0;
+  for (const auto& [x, name, words] : parts)
+    if (s.bound == name) bound_part = x;
+  for (const auto& [x, name, words] : parts)
+    if (x > bound_part)
+      v += " " + std::string(words) + " take longer (" + fmt_time(x) + "), but " + improvement_words(name) + " would shorten the iteration by less than " +
+           pct(kBottleneckGain) + ": the iteration hardly waits on them.";
   v += " The rest: ";
   std::vector<std::string> rest;
   if (s.bound != "compute") rest.push_back(part(s.compute_bound_s, "arithmetic-limited kernels"));
@@ -132,8 +256,11 @@ std::string config_verdict(const StudyRow& r) {
   for (size_t i = 0; i < rest.size(); ++i) v += (i ? (i + 1 == rest.size() ? " and " : ", ") : "") + rest[i];
   v += ".";
   if (p.gpus > 1) {
-    v += " Communication: " + comm_words(r) + "; " + fmt_time(p.comm_s - p.exposed_comm_s > 0 ? p.comm_s - p.exposed_comm_s : 0) +
-         " of it is hidden behind the backward pass.";
+    if (data_parallel(p))
+      v += " Communication: " + allreduce_words(r) + "; " + fmt_time(p.comm_s - p.exposed_comm_s > 0 ? p.comm_s - p.exposed_comm_s : 0) +
+           " of it is hidden behind the backward pass.";
+    else
+      v += " Communication (" + p.strategy.name + "): " + strategy_comm_words(r) + ".";
     v += " Scaling efficiency " + pct(p.scaling_efficiency) + " (one GPU: " + fmt_time(p.single_gpu_iteration_s) + " per iteration)";
     for (double t : efficiency_thresholds())
       if (p.scaling_efficiency < t) {
@@ -160,7 +287,8 @@ std::string efficiency_reason(const StudyRow& r, const StudyRow* previous) {
   if (lost <= 0) return s + "no time is lost to scaling";
   // Exposed communication can exceed the time lost: waiting for an all-reduce also hides host time.
   s += "the iteration takes " + fmt_time(lost) + " longer than on one GPU, and the GPU waits " + fmt_time(p.exposed_comm_s) + " on exposed communication";
-  if (p.exposed_comm_s >= 0.5 * lost) s += ": " + comm_words(r) + ", and the optimizer waits for the last bucket";
+  if (p.exposed_comm_s >= 0.5 * lost)
+    s += ": " + (data_parallel(p) ? allreduce_words(r) + ", and the optimizer waits for the last bucket" : strategy_comm_words(r));
   else s += " and " + fmt_time(p.host_idle_s) + " on the host";
   return s;
 }

@@ -13,10 +13,10 @@
 
 namespace dtsim {
 
-// The four parts the iteration splits into (they sum to it) and the largest of them.
+// The four parts the iteration splits into (they sum to it) and the bottleneck among them.
 struct IterationShares {
   double compute_bound_s = 0, memory_bound_s = 0, exposed_comm_s = 0, host_idle_s = 0, iteration_s = 0;
-  std::string bound;  // compute, memory, communication, host: Prediction::bottleneck
+  std::string bound;  // compute, memory, communication, host: Prediction::bottleneck (model/predict.hpp bottleneck_rule)
 };
 IterationShares iteration_shares(const Prediction& p);
 

@@ -29,7 +29,7 @@ struct Knob {
   std::string name;
   double start;  // unconstrained coordinate of the cluster's value
   std::function<void(NcclTuning&, const NcclTuning& base, double)> apply;
-  bool selection = false;  // moves only NCCL's choice: searched on a grid, the loss is a step function of it
+  bool grid = false;  // moves where protocols switch: searched on a grid, the loss has steps in it
 };
 
 double logit(double p) { return std::log(p / (1 - p)); }
@@ -47,10 +47,10 @@ std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw,
   }
   std::vector<Knob> k;
   if (intra) {
-    // What NCCL believes a protocol's latency is decides where it switches protocols: scale its
-    // tables (base and NVLink/PCIe hops together; one node cannot tell them apart).
+    // A protocol's latency in NCCL's tables, which with the cost correction below decides where the
+    // protocols switch: scale its base and NVLink/PCIe hops together (one node cannot tell them apart).
     for (int p = 0; p < kNcclProtos; ++p)
-      k.push_back({std::string("selection latency ") + nccl_proto_name(p), 0.0,
+      k.push_back({std::string("table latency ") + nccl_proto_name(p), 0.0,
                    [p, intra_hw](NcclTuning& t, const NcclTuning& b, double x) {
                      const double s = std::exp(x);
                      for (int a = 0; a < kNcclAlgos; ++a) {
@@ -177,17 +177,20 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
     for (size_t i = 0; i < knobs.size(); ++i) knobs[i].apply(t, base, x[i]);
     return t;
   };
-  // The cluster's own error at every point: what the fit must not make worse (below).
+  // Squared log error up to kRobust, linear beyond (Huber): the model prices the cheapest pair, and
+  // where NCCL runs a dearer one (2 MiB on 2 H100s costs 2.1x 1 MiB) no constants reproduce the
+  // measurement; such a point must not drag the fit of every other size.
+  constexpr double kRobust = 0.1;
+  // The cluster's own error at every point: what the fit must not make worse (below). With weight
+  // `guard`, the loss adds the squares of what any point's |error| exceeds that by more than kGuardSlack.
   std::vector<double> before_error;
   for (const auto& m : pts) before_error.push_back(predict_measured(c, base, m).time_s / m.time_s - 1);
-  // The fit's objective: the mean squared log error, plus, with weight `guard`, the squares of what
-  // any point's |error| exceeds its |error| under the cluster's constants by more than kGuardSlack.
   auto loss = [&](const NcclTuning& t, double guard) {
     double s = 0, over = 0;
     for (size_t i = 0; i < pts.size(); ++i) {
       double p = predict_measured(c, t, pts[i]).time_s;
-      double e = std::log(p / pts[i].time_s);
-      s += e * e;
+      double e = std::fabs(std::log(p / pts[i].time_s));
+      s += e <= kRobust ? e * e : kRobust * (2 * e - kRobust);
       if (guard > 0) {
         double x = std::fabs(p / pts[i].time_s - 1) - std::fabs(before_error[i]) - kGuardSlack;
         if (x > 0) over += x * x;
@@ -204,65 +207,64 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
   std::vector<double> start(knobs.size());
   for (size_t i = 0; i < knobs.size(); ++i) start[i] = knobs[i].start;
   std::vector<size_t> cont, sel;
-  for (size_t i = 0; i < knobs.size(); ++i) (knobs[i].selection ? sel : cont).push_back(i);
-
+  for (size_t i = 0; i < knobs.size(); ++i) (knobs[i].grid ? sel : cont).push_back(i);
   // One fit of every knob and the channel count, from the cluster's values; the stored (rounded)
   // constants it gives.
   auto fit = [&](double guard) {
-    double best_loss = INFINITY;
-    std::vector<double> best_x = start;
-    int best_channels = base.channels;
-    for (int ch : candidates) {
-      std::vector<double> x = start;
-      // A faint pull towards the cluster's values keeps constants the data cannot see (a protocol
-      // NCCL never picks at these sizes) where they were instead of letting them drift.
-      auto f = [&](const std::vector<double>& all) {
-        double pull = 0;
-        for (size_t i = 0; i < all.size(); ++i) pull += (all[i] - start[i]) * (all[i] - start[i]);
-        return loss(build(all, ch), guard) + 1e-6 * pull;
+  double best_loss = INFINITY;
+  std::vector<double> best_x = start;
+  int best_channels = base.channels;
+  for (int ch : candidates) {
+    std::vector<double> x = start;
+    // A faint pull towards the cluster's values keeps constants the data cannot see (a protocol
+    // NCCL never picks at these sizes) where they were instead of letting them drift.
+    auto f = [&](const std::vector<double>& all) {
+      double pull = 0;
+      for (size_t i = 0; i < all.size(); ++i) pull += (all[i] - start[i]) * (all[i] - start[i]);
+      return loss(build(all, ch), guard) + 1e-6 * pull;
+    };
+    auto fit_continuous = [&](double step) {
+      std::vector<double> y;
+      for (size_t i : cont) y.push_back(x[i]);
+      auto g = [&](const std::vector<double>& v) {
+        std::vector<double> all = x;
+        for (size_t i = 0; i < cont.size(); ++i) all[cont[i]] = v[i];
+        return f(all);
       };
-      auto fit_continuous = [&](double step) {
-        std::vector<double> y;
-        for (size_t i : cont) y.push_back(x[i]);
-        auto g = [&](const std::vector<double>& v) {
-          std::vector<double> all = x;
-          for (size_t i = 0; i < cont.size(); ++i) all[cont[i]] = v[i];
-          return f(all);
-        };
-        y = nelder_mead(g, y, step, 2000);
-        for (size_t i = 0; i < cont.size(); ++i) x[cont[i]] = y[i];
-      };
-      // Alternate: costs by Nelder-Mead, NCCL's choice by a grid over each selection scale (1/8x..8x).
-      // Continuous constants first get a coarse scan each, since a link that does not bind (or a
-      // protocol never chosen) is flat ground on which Nelder-Mead cannot start.
-      for (size_t i : cont) {
+      y = nelder_mead(g, y, step, 2000);
+      for (size_t i = 0; i < cont.size(); ++i) x[cont[i]] = y[i];
+    };
+    // Alternate: costs by Nelder-Mead, the table latencies by a grid over each scale (1/8x..8x).
+    // Continuous constants first get a coarse scan each, since a link that does not bind (or a
+    // protocol never chosen) is flat ground on which Nelder-Mead cannot start.
+    for (size_t i : cont) {
+      double best_v = x[i], best_f = f(x);
+      for (int g = -8; g <= 8; ++g) {
+        x[i] = start[i] + g * 0.5;
+        double v = f(x);
+        if (v < best_f - 1e-12) best_f = v, best_v = x[i];
+      }
+      x[i] = best_v;
+    }
+    for (int round = 0; round < 4; ++round) {
+      fit_continuous(round == 0 ? 0.5 : 0.15);
+      for (size_t i : sel) {
         double best_v = x[i], best_f = f(x);
-        for (int g = -8; g <= 8; ++g) {
-          x[i] = start[i] + g * 0.5;
+        for (int g = -12; g <= 12; ++g) {
+          x[i] = g * std::log(2.0) / 4;
           double v = f(x);
           if (v < best_f - 1e-12) best_f = v, best_v = x[i];
         }
         x[i] = best_v;
       }
-      for (int round = 0; round < 4; ++round) {
-        fit_continuous(round == 0 ? 0.5 : 0.15);
-        for (size_t i : sel) {
-          double best_v = x[i], best_f = f(x);
-          for (int g = -12; g <= 12; ++g) {
-            x[i] = g * std::log(2.0) / 4;
-            double v = f(x);
-            if (v < best_f - 1e-12) best_f = v, best_v = x[i];
-          }
-          x[i] = best_v;
-        }
-      }
-      fit_continuous(0.05);
-      double l = f(x);
-      if (l < best_loss) best_loss = l, best_x = x, best_channels = ch;
     }
-    // Keep the stored constants readable (4 significant digits) and report the model as stored:
-    // read back through the cluster parser, as any user of the file will.
-    return parse_nccl_tuning(nccl_tuning_json(build(best_x, best_channels)), "calibration", "$");
+    fit_continuous(0.05);
+    double l = f(x);
+    if (l < best_loss) best_loss = l, best_x = x, best_channels = ch;
+  }
+  // Keep the stored constants readable (4 significant digits) and report the model as stored:
+  // read back through the cluster parser, as any user of the file will.
+  return parse_nccl_tuning(nccl_tuning_json(build(best_x, best_channels)), "calibration", "$");
   };
   // The points a tuning makes worse than the cluster's constants did, by more than kWorseMargin.
   auto made_worse = [&](const NcclTuning& t) {
@@ -272,12 +274,12 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
     return worse;
   };
 
-  // Least squares first. One constant serves several measurements (a collective's bandwidth factor
-  // serves every GPU count; the link efficiency and latencies every collective), so the best fit on
-  // average may buy many points at the cost of a few: on the H100 data, all-gather's factor fitted
-  // to 2 GPUs (whose bus bandwidth is 18% below the 4 GPUs', all-reduce's 9%) made 4 GPUs 24% slow
-  // at 1 GiB where the preset was within 2%. Such a fit is refitted with the guard, so that
-  // calibration never makes a measured point worse than the cluster already was by more than
+  // The robust least-squares fit first. One constant serves several measurements (a collective's
+  // bandwidth factor serves every GPU count; the link efficiency and latencies every collective), so
+  // the best fit on average may buy many points at the cost of a few: on the H100 data, all-gather's
+  // factor fitted to 2 GPUs (whose bus bandwidth is 18% below the 4 GPUs', all-reduce's 9%) made 4
+  // GPUs 24% slow at 1 GiB where the preset was within 2%. Such a fit is refitted with the guard, so
+  // that calibration never makes a measured point worse than the cluster already was by more than
   // kWorseMargin.
   NcclTuning tuning = fit(0);
   std::string held_back;
@@ -387,7 +389,6 @@ Json calibrated_cluster_json(const Json& cluster_doc, const CalibrationResult& r
   rec["fitted"] = r.fitted;
   rec["median_abs_error"] = round_sig(r.median_abs_error, 3);
   rec["max_abs_error"] = round_sig(r.max_abs_error, 3);
-  if (!r.held_back.empty()) rec["held_back"] = r.held_back;
   std::map<std::tuple<std::string, int, int>, Json> groups;
   for (const auto& p : r.points) {
     Json& g = groups[{collective_op_name(p.measured.op), p.measured.gpus, p.measured.nodes}];

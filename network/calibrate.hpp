@@ -31,9 +31,11 @@ struct CalibrationResult {
 
 // Fits what the points can identify: intra-node latencies, link efficiency, LL/LL128 bandwidth
 // and channels from single-node runs; network latencies and efficiency from multi-node runs.
-// Minimises the squared log error (relative error, as the targets are stated) with Nelder-Mead,
-// and does no harm: should that fit leave any point more than 2 points of |relative error| worse
-// than the cluster's constants do, it is refitted with a penalty on such points (held_back says so).
+// Minimises the log error (relative error, as the targets are stated; squared up to 10%, linear
+// beyond, so that a size where NCCL runs a dearer protocol than the cheapest does not drag the rest)
+// with Nelder-Mead, and does no harm: should that fit leave any point more than 2 points of
+// |relative error| worse than the cluster's constants do, it is refitted with a penalty on such
+// points (held_back says so).
 CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoint>& points);
 
 // The model's time for one measured configuration under `t`.

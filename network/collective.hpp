@@ -72,8 +72,10 @@ std::vector<std::string> collective_algorithm_names();
 // (all-reduce 2(p-1)/p, reduce-scatter and all-gather (p-1)/p, broadcast and reduce 1).
 double bus_bandwidth_factor(CollectiveOp op, int p);
 
-// The link that limits a job's collective bandwidth, in words ("intra-node nvswitch",
-// "inter-node network"; "none" on one GPU).
+// The slower of the links a job's collectives cross in the textbook alpha-beta model, in words
+// ("intra-node nvswitch", "inter-node network"; "none" on one GPU). What limits a prediction's
+// communication is decided by what a faster link changes (Prediction::comm_bottleneck): NCCL, for
+// one, moves less than a link's rate, so a network faster than NVLink need not leave NVLink the limit.
 std::string comm_bottleneck(const Placement& p, const ClusterSpec& c);
 
 }  // namespace dtsim

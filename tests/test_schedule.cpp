@@ -71,17 +71,16 @@ TEST_CASE("overlap is never slower than all-reducing after the backward pass") {
 }
 
 TEST_CASE("more GPUs at equal batch per GPU never shorten the iteration") {
-  // Not exactly: NCCL itself is not monotone in the GPU count. Measured on H100s
-  // (validation/data/h100-sxm/collective), a 2 MiB all-reduce takes 28.9 us on 2 GPUs (Simple) and
-  // 25.8 us on 4 (LL128), and the calibrated model reproduces that; an exposed last bucket may
-  // then end a few microseconds earlier. Allow 0.1% of the iteration, no more.
+  // NCCL itself is not monotone in the GPU count (measured on H100s, validation/data/h100-sxm/collective:
+  // a 2 MiB all-reduce takes 28.9 us on 2 GPUs and 25.8 us on 4), but the model runs the cheapest
+  // protocol (issue 21) and is.
   for (const char* m : {"resnet50", "vgg16", "alexnet"})
     for (int batch : {1, 64}) {
       double prev = 0;
       for (int gpus = 1; gpus <= 1024; gpus *= 2) {
         INFO(m << " gpus=" << gpus << " batch=" << batch);
         Prediction p = run(m, gpus, batch);
-        CHECK(p.iteration_s >= prev * (1 - 1e-3));
+        CHECK(p.iteration_s >= prev * (1 - 1e-12));
         CHECK(p.scaling_efficiency <= 1 + 1e-12);
         prev = p.iteration_s;
       }

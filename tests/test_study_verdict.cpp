@@ -15,7 +15,7 @@ static StudyRow predicted(const std::string& model, int64_t gpus, int64_t batch)
   return study_row(load_model(model), load_cluster("h100-sxm"), cfg, WhatIf{}, TrainGoal{}, false);
 }
 
-TEST_CASE("verdict: the bound is the largest part of the breakdown, and says its share") {
+TEST_CASE("verdict: the bound is the largest part of the breakdown whose improvement helps, and says its share") {
   for (const char* m : {"resnet50", "mobilenet_v2", "vgg16", "alexnet"})
     for (int gpus : {1, 64, 1024})
       for (int batch : {1, 64, 256}) {
@@ -24,10 +24,22 @@ TEST_CASE("verdict: the bound is the largest part of the breakdown, and says its
         IterationShares s = iteration_shares(r.p);
         CHECK(s.bound == r.p.bottleneck);
         CHECK(s.compute_bound_s + s.memory_bound_s + s.exposed_comm_s + s.host_idle_s == Approx(r.p.iteration_s).epsilon(1e-9));
-        const double largest = std::max({s.compute_bound_s, s.memory_bound_s, s.exposed_comm_s, s.host_idle_s});
+        const double parts[] = {s.compute_bound_s, s.memory_bound_s, s.exposed_comm_s, s.host_idle_s};
         const double bound_part = s.bound == "compute" ? s.compute_bound_s : s.bound == "memory" ? s.memory_bound_s
                                 : s.bound == "communication" ? s.exposed_comm_s : s.host_idle_s;
-        CHECK(bound_part == largest);
+        // Issue 21: a larger part is passed over only where improving its resource 2x buys less than
+        // kBottleneckGain of the iteration (mobilenet_v2 at batch 1: memory-bound kernels take 67%,
+        // but the host sets the pace; twice the memory bandwidth buys 0.08%).
+        for (int i = 0; i < 4; ++i)
+          if (parts[i] > bound_part) {
+            TrainingConfig cfg;
+            cfg.gpus = gpus;
+            cfg.batch_per_gpu = batch;
+            const double better = predict(load_model(m), apply_what_if(load_cluster("h100-sxm"), improved(static_cast<Resource>(i))), cfg).iteration_s;
+            INFO(resource_name(static_cast<Resource>(i)) << " is larger than the bound " << s.bound);
+            CHECK(r.p.iteration_s - better < kBottleneckGain * r.p.iteration_s);
+            CHECK(config_verdict(r).find("would shorten the iteration by less than 0.1%") != std::string::npos);
+          }
         std::string v = config_verdict(r);
         std::string word = s.bound;
         word[0] = static_cast<char>(std::toupper(word[0]));

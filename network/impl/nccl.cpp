@@ -74,22 +74,6 @@ double latency_s(CollectiveOp op, const NcclJob& j, const NcclTuning& t, int a, 
 
 bool implements(CollectiveOp op, int a) { return a == kNcclRing || op == CollectiveOp::AllReduce; }
 
-// Algorithm bandwidth of the pair with all channels, bytes per second; 0 where it cannot run.
-double algo_bandwidth_Bps(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int a, int p) {
-  if (!t.enabled[a][p] || !implements(op, a)) return 0;
-  double bw = bus_bandwidth_Bps(j, t, a, p);
-  if (a == kNcclRing) {
-    bw /= bus_bandwidth_factor(op, j.ranks);  // each rank's link carries that share of the data
-  } else {
-    bw *= 0.5;  // a tree moves the buffer up and down
-    // NCCL's measured correction for mid-size trees, per power of two from 64 bytes.
-    const double units = std::floor(bytes / 64);
-    const int i = units >= 1 ? static_cast<int>(std::floor(std::log2(units))) : 0;
-    if (i < 23) bw *= t.tree_correction[p][i];
-  }
-  return bw;
-}
-
 // NCCL shrinks the channel count until each thread has thread_threshold bytes (ring LL: times p).
 // Counted in fractions of a channel so that a larger message never costs less: between whole
 // channel counts the cost is flat, as NCCL's own channel steps average out.
@@ -98,53 +82,56 @@ double channels_used(double bytes, const NcclJob& j, const NcclTuning& t, int a,
   return std::clamp(bytes / per_channel, 1.0, static_cast<double>(t.channels));
 }
 
+// NCCL's measured correction for mid-size trees (its tree_correction table), per power of two from
+// 64 bytes; 1 from 2^23 units of 64 bytes on.
+int tree_correction_bin(double bytes) {
+  const double units = std::floor(bytes / 64);
+  return units >= 1 ? static_cast<int>(std::floor(std::log2(units))) : 0;
+}
+
+// The bandwidth part of a pair's cost for a message of `bytes`: bytes / (bandwidth x the corrections
+// x the share of channels the message gets). For a tree the size correction can rise with the size
+// (0.4 at 1 MiB, 1 from 512 MiB), which would make a larger message cheaper: a message is priced as
+// the cheapest size at least its own, as it could be padded to that size.
+double bandwidth_term_s(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int a, int p, double bw_uncorrected) {
+  const double scale = t.cost_bandwidth_scale[p] * t.op_bandwidth[static_cast<int>(op)];
+  auto term = [&](double n, double correction) { return n / (bw_uncorrected * correction * scale * channels_used(n, j, t, a, p) / t.channels); };
+  if (a != kNcclTree) return term(bytes, 1);
+  const int first = tree_correction_bin(bytes);
+  double best = term(bytes, first < 23 ? t.tree_correction[p][first] : 1);
+  for (int i = first + 1; i <= 23; ++i) best = std::min(best, term(64.0 * std::ldexp(1.0, i), i < 23 ? t.tree_correction[p][i] : 1));
+  return best;
+}
+
 }  // namespace
 
-double nccl_tuning_time_s(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int a, int p) {
-  const double bw = algo_bandwidth_Bps(op, bytes, j, t, a, p);
+double nccl_cost_s(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int a, int p) {
+  if (!t.enabled[a][p] || !implements(op, a)) return -1;
+  double bw = bus_bandwidth_Bps(j, t, a, p);
   if (!(bw > 0)) return -1;
+  bw = a == kNcclRing ? bw / bus_bandwidth_factor(op, j.ranks) : bw * 0.5;
   double lat = latency_s(op, j, t, a, p);
-  // The ring's plateau across nodes, once each rank's slice of a channel passes 64 bytes.
   if (a == kNcclRing && p == kNcclSimple && j.nodes > 1 && op == CollectiveOp::AllReduce && bytes / (t.channels * j.ranks) >= 64)
     lat *= t.ring_simple_multinode_latency_factor;
-  return lat + bytes / bw;
+  return lat * t.cost_latency_scale[p] + bandwidth_term_s(op, bytes, j, t, a, p, bw);
 }
 
 CollectiveEstimate nccl_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int algos) {
   if (j.ranks <= 1 || bytes <= 0) return {0, "none", "", 0};
-  // NCCL's estimate of every pair, and its choice: the least.
-  double tuned[kNcclAlgos][kNcclProtos], bw[kNcclAlgos][kNcclProtos];
+  // NCCL's rule, least estimated time over every (algorithm, protocol), applied to the model's own
+  // cost of each pair. Every pair's cost only falls as a link gets faster or a latency shorter, and so
+  // does their least: a better link can never be priced slower. (NCCL itself chooses by its tables
+  // before the measured corrections; choosing by those could run the pair that costs more.)
+  double best = -1;
   int ba = -1, bp = -1;
   for (int a = 0; a < kNcclAlgos; ++a)
     for (int p = 0; p < kNcclProtos; ++p) {
-      tuned[a][p] = (algos & (1 << a)) ? nccl_tuning_time_s(op, bytes, j, t, a, p) : -1;
-      bw[a][p] = tuned[a][p] >= 0 ? algo_bandwidth_Bps(op, bytes, j, t, a, p) : 0;
-      if (tuned[a][p] >= 0 && (ba < 0 || tuned[a][p] < tuned[ba][bp])) ba = a, bp = p;
+      if (!(algos & (1 << a))) continue;
+      const double s = nccl_cost_s(op, bytes, j, t, a, p);
+      if (s >= 0 && (ba < 0 || s < best)) best = s, ba = a, bp = p;
     }
   if (ba < 0) return {-1, "none", "", 0};
-  // What a pair costs: measured corrections of NCCL's estimate, and a bandwidth that shrinks with
-  // the channels the message is given.
-  auto cost = [&](int a, int p, double* channels) {
-    const double lat = tuned[a][p] - bytes / bw[a][p];
-    const double nc = channels_used(bytes, j, t, a, p);
-    *channels = nc;
-    return lat * t.cost_latency_scale[p] + bytes / (bw[a][p] * t.cost_bandwidth_scale[p] * t.op_bandwidth[static_cast<int>(op)] * nc / t.channels);
-  };
-  // NCCL moves to pairs of higher bandwidth as messages grow. Where a pair it uses for larger
-  // messages would cost less than its choice (its tables are not this machine), price that one:
-  // a message never costs more than a larger one.
-  double nc = 0;
-  double time = cost(ba, bp, &nc);
-  const double chosen_bw = bw[ba][bp];
-  int ca = ba, cp = bp;
-  for (int a = 0; a < kNcclAlgos; ++a)
-    for (int p = 0; p < kNcclProtos; ++p) {
-      if (!(bw[a][p] > chosen_bw)) continue;
-      double other_nc = 0;
-      const double s = cost(a, p, &other_nc);
-      if (s < time) time = s, ca = a, cp = p, nc = other_nc;
-    }
-  return {time, nccl_algo_name(ca), nccl_proto_name(cp), static_cast<int>(std::ceil(nc))};
+  return {best, nccl_algo_name(ba), nccl_proto_name(bp), static_cast<int>(std::ceil(channels_used(bytes, j, t, ba, bp)))};
 }
 
 CollectiveEstimate NcclAlgorithm::estimate(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const {

@@ -9,10 +9,14 @@ namespace dtsim {
 //   tree  base + 2 ((g - 1) hop_intra + lg N hop_net)
 // and a bus bandwidth (channels x link rate x link efficiency, times the algorithm's and the
 // protocol's factors, within NCCL's per-generation ceilings), turned into algorithm bandwidth
-// (ring: p / steps, tree: 1/2); NCCL runs the pair with the least `latency + bytes / bandwidth`
-// (tree bandwidth corrected by size). It then gives small messages fewer channels (each thread must
-// get thread_threshold bytes), which is what the call costs. Tables: collectives.nccl.
-// NVLS and CollNet are not modelled (the validation runs disable NVLS).
+// (ring: p / steps, tree: 1/2, tree corrected by size). A pair costs its latency and bytes over its
+// bandwidth, each times the measured cost corrections, with the channels NCCL gives the message
+// (small messages get fewer: each thread must get thread_threshold bytes). The pair that runs is
+// the one of least cost: NCCL's own rule (least latency + bytes / bandwidth) applied to the model's
+// cost, so that a faster link or a shorter latency never predicts a slower collective. (NCCL
+// chooses by its uncorrected tables; where those disagree with the measured costs the model takes
+// the cheaper pair.) Tables: collectives.nccl. NVLS and CollNet are not modelled (the validation
+// runs disable NVLS).
 class NcclAlgorithm : public CollectiveAlgorithm {
  public:
   enum Choice { Any, RingOnly, TreeOnly };  // `auto`, and NCCL_ALGO=Ring / Tree for what-if studies
@@ -34,11 +38,11 @@ struct NcclJob {
 };
 NcclJob nccl_job(const Placement& p, const ClusterSpec& c);
 
-// NCCL's estimate of one pair with all channels (what it chooses by); < 0 where the pair is
-// disabled or does not implement `op`.
-double nccl_tuning_time_s(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int algo, int proto);
-// The chosen pair's cost with the channels NCCL gives the message. `algos`: bit 1 << kNcclTree,
-// 1 << kNcclRing.
+// What one (algorithm, protocol) pair costs for `bytes`, with the channels the message gets; < 0
+// where the pair is disabled or does not implement `op`. Never less for more bytes, never more for
+// a faster link or a shorter latency.
+double nccl_cost_s(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int algo, int proto);
+// The pair of least cost among `algos` (bits 1 << kNcclTree, 1 << kNcclRing), and what it costs.
 CollectiveEstimate nccl_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t, int algos = 3);
 
 }  // namespace dtsim
