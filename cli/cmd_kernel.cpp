@@ -10,7 +10,6 @@
 #include "common/error.hpp"
 #include "common/output.hpp"
 #include "kernels_mlp/features.hpp"
-#include "kernels_mlp/mlp_model.hpp"
 #include "model/kernels.hpp"
 #include "roofline/compute_model.hpp"
 
@@ -45,15 +44,16 @@ class KernelCommand : public Command {
     GpuSpec gpu = load_gpu_flag(gpu_);
     auto model = make_compute_model(model_, gpu);
     KernelTime t = model->time(k);
-    std::string source = "roofline";
-    if (auto* m = dynamic_cast<const mlp::MlpComputeModel*>(model.get()); m && m->covers(k)) source = "mlp";
+    const std::string source = t.source == TimeSource::Mlp ? "mlp" : "roofline";
     if (format_ == "json") {
       emit("", dump(Json{{"gpu", gpu.name}, {"kind", kind_}, {"pass", pass_}, {"dtype", dtype_}, {"time_s", t.seconds}, {"flops", k.flops},
-                         {"bytes", k.bytes}, {"source", source}, {"memory_bound", t.memory_bound}, {"note", model->note()}}));
+                         {"bytes", k.bytes}, {"source", source}, {"in_range", t.in_range}, {"memory_bound", t.memory_bound},
+                         {"physics_floor_s", physics_floor_s(k, gpu)}, {"note", model->note()}}));
     } else {
       Table tab{{"kernel", "time", "FLOPs", "bytes", "TFLOP/s", "GB/s", "source"}, {}};
       tab.rows.push_back({kind_ + " " + pass_ + " " + dtype_, fmt_time(t.seconds), fmt_count(k.flops), fmt_count(k.bytes),
-                          fmt_sig(k.flops / t.seconds / 1e12, 4), fmt_sig(k.bytes / t.seconds / 1e9, 4), source});
+                          fmt_sig(k.flops / t.seconds / 1e12, 4), fmt_sig(k.bytes / t.seconds / 1e9, 4),
+                          source + (t.in_range ? "" : " (outside its measured range)")});
       emit("", tab.to_text() + "compute model: " + model->note() + "\n");
     }
     return 0;

@@ -21,6 +21,12 @@ static Json strategy_json(const StrategyOutcome& o) {
   return j;
 }
 
+static std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
+  return b;
+}
+
 Json prediction_summary_json(const Prediction& p) {
   Json j = Json{
       {"model", p.model},
@@ -49,7 +55,37 @@ Json prediction_summary_json(const Prediction& p) {
       {"comm_bottleneck", p.comm_bottleneck},
   };
   j["strategy"] = strategy_json(p.strategy);
+  Json priced = Json::object();
+  for (int k = 0; k < kKernelKinds; ++k) {
+    const KindPricing& kp = p.timeline.pricing[k];
+    if (kp.mlp_s + kp.roofline_s > 0)
+      priced[kind_name(static_cast<KernelKind>(k))] = {{"mlp_s", kp.mlp_s}, {"roofline_s", kp.roofline_s}, {"extrapolated_s", kp.extrapolated_s}};
+  }
+  j["priced_by"] = std::move(priced);
+  j["extrapolated_share"] = extrapolated_share(p);
   return j;
+}
+
+double extrapolated_share(const Prediction& p) {
+  return p.timeline.compute_s > 0 ? p.timeline.extrapolated_s / p.timeline.compute_s : 0;
+}
+
+std::string priced_by_text(const Prediction& p) {
+  std::string s;
+  for (int k = 0; k < kKernelKinds; ++k) {
+    const KindPricing& kp = p.timeline.pricing[k];
+    const double all = kp.mlp_s + kp.roofline_s;
+    if (all <= 0) continue;
+    s += (s.empty() ? "" : ", ") + std::string(kind_name(static_cast<KernelKind>(k))) + " ";
+    if (kp.roofline_s <= 0) s += "measured";
+    else if (kp.mlp_s <= 0) s += "roofline";
+    else s += "measured " + pct(kp.mlp_s / all) + ", roofline the rest";
+    if (kp.extrapolated_s > 0) s += " (" + pct(kp.extrapolated_s / all) + " beyond the measured range)";
+  }
+  // FP16 autocast is priced with the bf16 data's predictors: cuDNN and cuBLAS run the same kernels
+  // (kernels_mlp/features.cpp dataset_math).
+  if (p.precision == "fp16") s += "; fp16 convolutions, matmuls and vector kernels from the bf16 measurements (the same kernels)";
+  return s;
 }
 
 Json prediction_json(const Prediction& p) {
@@ -82,11 +118,6 @@ static std::string fmt_rate(double x) {
   return b;
 }
 
-static std::string pct(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
-  return b;
-}
 
 std::vector<std::string> prediction_row(const Prediction& p, bool human) {
   if (human)
@@ -112,6 +143,7 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
       {"iteration", fmt_time(it), ""},
       {"throughput", fmt_rate(p.throughput_samples_per_s) + " samples/s", ""},
       {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; " + p.compute_note},
+      {"priced by", "", priced_by_text(p)},
       {"communication", fmt_time(p.comm_s),
        p.strategy.name == "dp" || p.strategy.name.empty()
            ? fmt_count(static_cast<double>(p.grad_bytes)) + "B of gradients, " + p.algo + " all-reduce" +
@@ -123,6 +155,10 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
       {"scaling efficiency", pct(p.scaling_efficiency), "t(1 GPU) = " + fmt_time(p.single_gpu_iteration_s) + " at the same batch per GPU"},
       {"bottleneck", p.bottleneck, ""},
   };
+  // Issue 21: a prediction that rests mostly on extrapolation says so where it is read.
+  if (const double share = extrapolated_share(p); share > 0.10)
+    t.rows.insert(t.rows.begin() + 4, {"warning", pct(share) + " of GPU time",
+                                       "priced by measured predictors outside the shapes they were trained on: read it as an estimate"});
   const StrategyOutcome& st = p.strategy;
   std::string params;
   for (const auto& [k, v] : st.parameters) params += (params.empty() ? "" : ", ") + k + " " + fmt_sig(v, 4);

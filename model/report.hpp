@@ -19,6 +19,11 @@ Json prediction_json(const Prediction& p);
 std::vector<std::string> prediction_columns(bool human);
 std::vector<std::string> prediction_row(const Prediction& p, bool human);
 
+// The share of the GPU time that measured predictors priced outside their training range, and per
+// kernel kind what priced it (measured predictors, the roofline), in words.
+double extrapolated_share(const Prediction& p);
+std::string priced_by_text(const Prediction& p);
+
 // The multi-line account `dtsim predict` prints.
 std::string prediction_text(const Prediction& p, bool with_layers);
 

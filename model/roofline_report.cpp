@@ -39,6 +39,8 @@ RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t bat
       pt.time_s = t.seconds;
       pt.attained_flops = t.seconds > 0 ? kd.flops / t.seconds : 0;
       pt.memory_bound = t.memory_bound;
+      pt.measured = t.source == TimeSource::Mlp;
+      pt.in_range = t.in_range;
       r.total_s += t.seconds;
       r.points.push_back(std::move(pt));
     }
@@ -63,7 +65,7 @@ Json roofline_json(const RooflineReport& r) {
   for (const auto& p : r.points)
     pts.push_back({{"layer", p.layer}, {"kind", kind_name(p.kind)}, {"pass", pass_name(p.pass)}, {"math", math_name(p.math)}, {"flops", p.flops},
                    {"bytes", p.bytes}, {"intensity_flops_per_byte", p.intensity}, {"time_s", p.time_s}, {"attained_flops_per_s", p.attained_flops},
-                   {"bound", p.memory_bound ? "memory" : "compute"}});
+                   {"bound", p.memory_bound ? "memory" : "compute"}, {"source", p.measured ? "mlp" : "roofline"}, {"in_range", p.in_range}});
   return Json{{"model", r.model},
               {"gpu", r.gpu},
               {"gpu_basis", r.gpu_basis},

@@ -25,6 +25,8 @@ struct RooflinePoint {
   double time_s = 0;
   double attained_flops = 0;  // FLOP/s
   bool memory_bound = false;
+  bool measured = false;  // priced by a measured predictor (else the roofline)
+  bool in_range = true;   // inside that predictor's training range
 };
 
 struct RooflineReport {
