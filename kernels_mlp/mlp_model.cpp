@@ -80,13 +80,10 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
   // GPU's predictor where it lies inside that one's range (scaled by the roofline ratio), before any
   // predictor extrapolates (h200-sxm's large FP32 GEMMs from h100-sxm's, measured up to 1.1 TFLOP a
   // call, rather than from its own, measured up to 0.26).
-  std::vector<const Source*> order;
-  for (const auto& src : sources_) order.push_back(&src);
-  for (const auto& src : sources_) order.push_back(&src);
-  for (size_t pass = 0; pass < order.size(); ++pass) {
-    const Source& src = *order[pass];
-    const bool in_range_only = pass < sources_.size() && sources_.size() > 1;
-    if (open.empty()) break;
+  const size_t rounds = sources_.size() > 1 ? 2 : 1;  // in range only, then anywhere
+  for (size_t step = 0; step < rounds * sources_.size() && !open.empty(); ++step) {
+    const Source& src = sources_[step % sources_.size()];
+    const bool in_range_only = rounds == 2 && step < sources_.size();
     batch.clear();
     for (size_t i : open) batch.push_back(ks[i]);
     src.set->predict(batch, measured, &in_range);

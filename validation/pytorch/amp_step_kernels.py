@@ -18,21 +18,20 @@ from torch.profiler import ProfilerActivity, profile
 
 def step_kernels(model, x, y, opt, dtype, scaler):
     crit = torch.nn.CrossEntropyLoss()
-    for _ in range(6):  # warm-up: cudnn.benchmark's search, the scaler's first steps
+
+    def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=dtype):
             loss = crit(model(x), y)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
+
+    for _ in range(6):  # warm-up: cudnn.benchmark's search, the scaler's first steps
+        step()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=dtype):
-            loss = crit(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
+        step()
         torch.cuda.synchronize()
     by_name = collections.OrderedDict()
     for e in prof.events():
