@@ -279,7 +279,7 @@ TEST_CASE("cluster files: price_per_gpu_hour is read, optional and checked", "[p
   CHECK_THROWS_AS(parse_cluster(doc, "x.json"), InputError);
 }
 
-TEST_CASE("--bucket-mb changes DDP's buckets as the cluster file's bucket_MiB does", "[plan]") {
+TEST_CASE("plan: --bucket-mb changes DDP's buckets as the cluster file's bucket_MiB does", "[plan]") {
   ClusterSpec a = load_cluster("h100-sxm");
   set_bucket_mb(a, 5, "--bucket-mb");
   CHECK(a.framework.bucket_bytes == 5 * 1048576);
