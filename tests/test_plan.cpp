@@ -104,7 +104,9 @@ TEST_CASE("plan: every configuration's time is predict()'s, not only the reporte
   s.bucket_mbs = {2, 25};
   s.dataset_size = 100000;
   s.epochs = 3;
+  s.top = 1000;  // every configuration reported, so run_plan checks each against predict() itself
   const PlanResult r = run_plan(s);
+  CHECK(r.top.size() == r.feasible);
   double best_time = 1e300, best_cost = 1e300;
   for (const auto& cl : s.clusters)
     for (double mb : s.bucket_mbs)
