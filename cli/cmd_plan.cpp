@@ -227,7 +227,7 @@ class PlanCommand : public Command {
         return std::string(what) + ": " + c.cluster + ", " + std::to_string(c.gpus) + " GPUs, batch " + std::to_string(c.batch_per_gpu) + ", " + c.precision;
       };
       gp << "set label 1 " << gp_quote(label(*r.fastest, "fastest")) << " at " << num(r.fastest->time_to_train_s / 3600) << "," << num(r.fastest->cost)
-         << " offset 1,1 font ',9'\n";
+         << " offset 2,0 font ',9'\n";
       gp << "set label 2 " << gp_quote(label(*r.cheapest, "cheapest")) << " at " << num(r.cheapest->time_to_train_s / 3600) << ","
          << num(r.cheapest->cost) << " offset 1,-1 font ',9'\n";
       gp << "plot 'front.dat' using 1:2 with linespoints pt 7 ps 0.8 title 'Pareto front', 'ends.dat' using 1:2 with points pt 6 ps 2.5 lc rgb 'red' "
