@@ -139,6 +139,7 @@ class PlanCommand : public Command {
       r = run_plan(s, [&](size_t n) { bar.tick(n); });
     }
 
+    if (!r.note.empty()) std::cerr << "dtsim: note: " << r.note << "\n";
     std::vector<Plot> plots;
     if (!plot_.empty()) plots.push_back(front_plot(r, s));
 
@@ -161,6 +162,7 @@ class PlanCommand : public Command {
       j["fastest"] = r.fastest ? config_json(*r.fastest) : Json(nullptr);
       j["cheapest"] = r.cheapest ? config_json(*r.cheapest) : Json(nullptr);
       j["top"] = top;
+      if (!r.note.empty()) j["note"] = r.note;
       text = dump(j);
     } else if (flags_.format == "csv") {
       Table t{header(false), {}};

@@ -27,7 +27,7 @@ constexpr int64_t kMaxDatasetSize = int64_t(1) << 50;
 constexpr double kMaxEpochs = 1e6;
 constexpr double kMaxPrice = 1e9;
 constexpr uint64_t kMaxPlanConfigs = uint64_t(1) << 25;
-constexpr size_t kMaxTop = 1'000'000;
+constexpr size_t kMaxTop = 10'000;  // each reported configuration is predicted again (about 1 ms)
 
 enum Status : uint8_t { kFeasible, kCapacity, kGlobalBatch, kMemory, kDeadline, kBudget, kUnpriced };
 
@@ -192,8 +192,11 @@ void check_plan(const PlanSpec& s) {
   if (std::find(names.begin(), names.end(), s.compute_model) == names.end()) make_compute_model(s.compute_model, GpuSpec{});
 }
 
-PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) {
-  check_plan(s);
+namespace {
+
+// The search; `fast`: DDP's steps by replay (the header's sharing), else predict() per configuration.
+// `disagreed` is set when a reported configuration's replayed time differs from predict()'s.
+PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bool fast, bool& disagreed) {
   const Axes ax{s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(), s.precisions.size(),
                 s.batches.size(), s.gpus.size()};
   const unsigned threads = thread_count(s);
@@ -311,7 +314,7 @@ PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) 
     const Group& gr = groups[rest / ax.A];
     const ClusterSpec& c = gr.c;
     const auto algo = make_collective_algorithm(s.algos[ai]);
-    const bool dp = make_strategy(s.strategies[si])->name() == "dp";
+    const bool dp = fast && make_strategy(s.strategies[si])->name() == "dp";
     TrainGoal goal;
     goal.dataset_size = s.dataset_size;
     goal.epochs = s.epochs;
@@ -435,6 +438,7 @@ PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) 
     return pc;
   };
   // What is reported is checked against predict() itself, on the cluster predict would load.
+  std::atomic<bool> differs{false};
   auto confirmed = [&](uint64_t index) {
     PlanConfig pc = config(index);
     const Group& gr = groups[index / (uint64_t(ax.A) * ax.S * ax.P * ax.Bt * ax.G)];
@@ -443,9 +447,7 @@ PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) 
     const ClusterSpec c = plan_cluster(s, gr.ci, s.what_ifs[gr.wi], mb);
     const size_t bi = static_cast<size_t>(std::find(s.batches.begin(), s.batches.end(), pc.batch_per_gpu) - s.batches.begin());
     const Prediction p = predict(graphs[bi], c, plan_training(s, pc.gpus, pc.batch_per_gpu, parse_precision(pc.precision), pc.algo, pc.strategy));
-    if (p.iteration_s != pc.iteration_s)
-      throw std::logic_error("plan: configuration " + std::to_string(index) + " priced at " + fmt_sig(pc.iteration_s, 17) + " s, predict says " +
-                             fmt_sig(p.iteration_s, 17) + " s");
+    if (p.iteration_s != pc.iteration_s) differs = true;
     return pc;
   };
 
@@ -480,6 +482,8 @@ PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) 
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   std::vector<PlanConfig> checked(wanted.size());
   parallel_for(wanted.size(), threads, [&](size_t i) { checked[i] = confirmed(wanted[i]); });
+  disagreed = differs;
+  if (disagreed) return r;
   auto get = [&](uint64_t index) { return checked[static_cast<size_t>(std::lower_bound(wanted.begin(), wanted.end(), index) - wanted.begin())]; };
   for (uint64_t i : front) r.pareto.push_back(get(i));
   for (size_t i = 0; i < k; ++i) r.top.push_back(get(feasible[i].index));
@@ -487,6 +491,21 @@ PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) 
     r.fastest = r.pareto.front();
     r.cheapest = r.pareto.back();
   }
+  return r;
+}
+
+}  // namespace
+
+PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) {
+  check_plan(s);
+  bool disagreed = false;
+  PlanResult r = search(s, tick, true, disagreed);
+  if (!disagreed) return r;
+  // A bug: model/schedule.cpp and the replay no longer agree. Right answers first, slowly.
+  r = search(s, {}, false, disagreed);
+  if (disagreed) throw std::logic_error("plan: predict() is not deterministic for a configuration it reported");
+  r.note = "the fast search disagreed with predict() (a bug: model/plan.cpp's replay no longer matches model/schedule.cpp); every configuration "
+           "was priced by predict() instead";
   return r;
 }
 

@@ -17,7 +17,8 @@
 //   - configurations are split over threads by GPU count; the outcome does not depend on how many.
 // Other strategies than dp run predict() itself per configuration (still sharing kernel times).
 // The configurations reported (the Pareto front, the fastest, the cheapest, the top K) are checked
-// against predict() before they are returned: a difference is a bug (std::logic_error).
+// against predict() before they are returned: a difference is a bug, and the whole search is then
+// redone with predict() per configuration (slow, right) and PlanResult::note says so.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -80,6 +81,8 @@ struct PlanResult {
   std::vector<PlanConfig> top;     // by the objective
   std::string objective;
   unsigned threads = 1;
+  // Empty unless the fast search had to be redone with predict() per configuration (a bug; it says so).
+  std::string note;
 };
 
 // Checks the spec (InputError naming the flag) before any work.

@@ -71,6 +71,7 @@ TEST_CASE("plan: the fastest and the cheapest are predict()'s own numbers for th
   const PlanSpec s = small_plan();
   const PlanResult r = run_plan(s);
   REQUIRE(r.evaluated == 2u * 2 * 2 * 2 * 2 * 40);
+  CHECK(r.note.empty());  // the fast search agreed with predict() on everything it reported
   REQUIRE(r.fastest);
   REQUIRE(r.cheapest);
   check_against_predict(*r.fastest, s);
@@ -107,6 +108,7 @@ TEST_CASE("plan: every configuration's time is predict()'s, not only the reporte
   s.top = 1000;  // every configuration reported, so run_plan checks each against predict() itself
   const PlanResult r = run_plan(s);
   CHECK(r.top.size() == r.feasible);
+  CHECK(r.note.empty());
   double best_time = 1e300, best_cost = 1e300;
   for (const auto& cl : s.clusters)
     for (double mb : s.bucket_mbs)
