@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/plot.hpp"
 #include "common/json_util.hpp"
 #include "model/framework.hpp"
 #include "model/model_json.hpp"
@@ -292,4 +293,60 @@ TEST_CASE("plan: --bucket-mb changes DDP's buckets as the cluster file's bucket_
   CHECK(b.framework.bucket_bytes == load_cluster("h100-sxm").framework.bucket_bytes);
   CHECK_THROWS_AS(set_bucket_mb(b, 0, "--bucket-mb"), InputError);
   CHECK_THROWS_AS(set_bucket_mb(b, 2e6, "--bucket-mb"), InputError);
+}
+
+TEST_CASE("plan: issue 26's search of 1,048,576 configurations reports predict()'s own fastest and cheapest", "[plan][slow]") {
+  // The search of BM_Plan1M (bench/README.md), about a second on two cores.
+  PlanSpec s;
+  s.model = "resnet50";
+  s.clusters = {"h100-sxm", "a100-sxm", "h200-sxm", "b200"};
+  s.gpus.clear();
+  for (int64_t g = 1; g <= 1024; ++g) s.gpus.push_back(g);
+  s.batches = {16, 32, 48, 64, 96, 128, 192, 256};
+  s.precisions = {"fp32", "bf16"};
+  s.what_ifs = what_if_grid({{"nic_Gbps", {100, 200, 400, 800}}});
+  s.bucket_mbs = {1, 5, 25, 100};
+  s.dataset_size = 1281167;
+  s.epochs = 90;
+  const PlanResult r = run_plan(s);
+  CHECK(r.evaluated == 1048576u);
+  CHECK(r.note.empty());
+  REQUIRE(r.fastest);
+  check_against_predict(*r.fastest, s);
+  check_against_predict(*r.cheapest, s);
+}
+
+TEST_CASE("dtsim plan --plot draws the front; without gnuplot it exits 2 and writes nothing", "[plan][cli]") {
+  study_test::TempDir tmp("plan_plot");
+  const std::string args = "plan --model resnet18 --dataset-size 10000 --epochs 1 --cluster h100-sxm,a100-sxm --gpus 1..16 --batch-per-gpu 32,128 --plot ";
+  const auto missing = run_dtsim(args + tmp.path + "/none.png --out " + tmp.path + "/out.txt", "DTSIM_GNUPLOT=/nonexistent");
+  CHECK(missing.code == 2);
+  CHECK(study_test::lines(missing.err) == 1);
+  CHECK(missing.err.find("--plot") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(tmp.path + "/out.txt"));
+  CHECK_FALSE(std::filesystem::exists(tmp.path + "/none.png"));
+  try {
+    find_gnuplot("--plot");
+  } catch (const InputError&) {
+    WARN("gnuplot is not installed: the front is not drawn");
+    return;
+  }
+  const auto r = run_dtsim(args + tmp.path + "/front.svg");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string svg = study_test::slurp(tmp.path + "/front.svg");
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("Pareto front") != std::string::npos);
+}
+
+TEST_CASE("plan: sweep --bucket-mb prices the same step as predict --bucket-mb", "[plan][cli]") {
+  const auto s = run_dtsim("sweep --model resnet50 --cluster h100-sxm --gpus 64 --batch-per-gpu 64 --bucket-mb 5 --format json");
+  const auto p = run_dtsim("predict --model resnet50 --cluster h100-sxm --gpus 64 --batch-per-gpu 64 --bucket-mb 5 --format json");
+  const auto d = run_dtsim("predict --model resnet50 --cluster h100-sxm --gpus 64 --batch-per-gpu 64 --format json");
+  REQUIRE(s.code == 0);
+  REQUIRE(p.code == 0);
+  REQUIRE(d.code == 0);
+  const Json sj = Json::parse(s.out), pj = Json::parse(p.out), dj = Json::parse(d.out);
+  CHECK(sj[0]["iteration_s"].get<double>() == pj["iteration_s"].get<double>());
+  CHECK(pj["iteration_s"].get<double>() != dj["iteration_s"].get<double>());  // 5 MiB buckets change the step
 }
