@@ -10,6 +10,8 @@
 #include "common/progress.hpp"
 #include "model/model_json.hpp"
 #include "model/plan.hpp"
+#include "model/strategy.hpp"
+#include "network/collective.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -67,10 +69,9 @@ class PlanCommand : public Command {
   CLI::App* add(CLI::App& app) override {
     auto* c = app.add_subcommand("plan",
                                  "Search every combination of clusters, GPU counts, batch sizes, precisions, strategies, algorithms, "
-                                 "what-ifs and bucket sizes for the fastest and the cheapest way to train (docs/plan.md). "
-                                 "--cluster, --precision, --strategy and --algo take comma-separated lists here");
+                                 "what-ifs and bucket sizes for the fastest and the cheapest way to train (docs/plan.md)");
     c->add_option("--model", model_, "Zoo name, model JSON or ONNX file")->required();
-    c->add_option("--gpus", gpus_, "GPU counts: 1,2,4 or 1..1024 (every integer) or 1..1024:x2 (doubling)")->capture_default_str();
+    c->add_option("--gpus", gpus_, "GPU counts: 1,2,4 or 1..1024 (every integer), 1..1024:x2 (doubling), 8..1024:+8 (whole 8-GPU nodes)")->capture_default_str();
     c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax")->required();
     c->add_option("--bucket-mb", buckets_, "DDP bucket sizes in MiB, a list (default: the cluster's, PyTorch's 25)");
     c->add_option("--cluster-nodes", cluster_nodes_, "Nodes every cluster has (overrides the presets)");
@@ -88,6 +89,11 @@ class PlanCommand : public Command {
     c->add_option("--threads", threads_, "Threads (default: every core); the output does not depend on it");
     whatif_.add_to(c, true);
     flags_.add_to(c);
+    // The shared flags are lists here.
+    c->get_option("--cluster")->description("Cluster presets or JSON files, comma-separated");
+    c->get_option("--precision")->description("Precisions, comma-separated: fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)");
+    c->get_option("--algo")->description("All-reduce algorithms, comma-separated: " + join_names(collective_algorithm_names()));
+    c->get_option("--strategy")->description("Training strategies, comma-separated: " + join_names(strategy_names()));
     add_allow_unknown_ops(c, flags_.allow_unknown_ops);
     app_ = c;
     return c;
