@@ -316,7 +316,7 @@ TEST_CASE("plan: issue 26's search of 1,048,576 configurations reports predict()
   check_against_predict(*r.cheapest, s);
 }
 
-TEST_CASE("dtsim plan --plot draws the front; without gnuplot it exits 2 and writes nothing", "[plan][cli]") {
+TEST_CASE("dtsim plan --plot draws the front, and without gnuplot exits 2 and writes nothing", "[plan][cli]") {
   study_test::TempDir tmp("plan_plot");
   const std::string args = "plan --model resnet18 --dataset-size 10000 --epochs 1 --cluster h100-sxm,a100-sxm --gpus 1..16 --batch-per-gpu 32,128 --plot ";
   const auto missing = run_dtsim(args + tmp.path + "/none.png --out " + tmp.path + "/out.txt", "DTSIM_GNUPLOT=/nonexistent");
