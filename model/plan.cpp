@@ -124,6 +124,18 @@ ClusterSpec plan_cluster(const PlanSpec& s, size_t ci, const WhatIf& w, std::opt
   return c;
 }
 
+// The strategy parameters `strategy` reads (as model/predict.cpp's check_strategy_params), the
+// others reset: a plan's list of strategies shares one set of parameters.
+StrategyParams params_for(const std::string& strategy, const StrategyParams& given) {
+  const bool easgd = strategy == "easgd-sync" || strategy == "easgd-async" || strategy == "measgd-async" || strategy == "hogwild-easgd";
+  StrategyParams p;
+  if (strategy == "daso") p.global_skip = given.global_skip, p.batches_to_wait = given.batches_to_wait;
+  if (easgd || strategy == "local-sgd") p.tau = given.tau;
+  if (strategy == "ps") p.servers = given.servers;
+  if (strategy == "grid") p.pr = given.pr, p.pc = given.pc, p.domain = given.domain;
+  return p;
+}
+
 TrainingConfig plan_training(const PlanSpec& s, int64_t gpus, int64_t batch, Precision p, const std::string& algo, const std::string& strategy) {
   TrainingConfig cfg;
   cfg.gpus = gpus;
@@ -133,7 +145,7 @@ TrainingConfig plan_training(const PlanSpec& s, int64_t gpus, int64_t batch, Pre
   cfg.compute_model = s.compute_model;
   cfg.overlap = s.overlap;
   cfg.strategy = strategy;
-  cfg.strategy_params = s.strategy_params;
+  cfg.strategy_params = params_for(make_strategy(strategy)->name(), s.strategy_params);
   return cfg;
 }
 
@@ -164,6 +176,24 @@ void check_plan(const PlanSpec& s) {
   for (const auto& p : s.precisions) parse_precision(p);
   for (const auto& a : s.algos) make_collective_algorithm(a);
   for (const auto& st : s.strategies) make_strategy(st);
+  {  // a strategy parameter must be read by one of the strategies
+    const StrategyParams& g = s.strategy_params;
+    StrategyParams used;
+    for (const auto& st : s.strategies) {
+      const StrategyParams p = params_for(make_strategy(st)->name(), g);
+      used.global_skip |= p.global_skip, used.batches_to_wait = std::max(used.batches_to_wait, p.batches_to_wait), used.tau |= p.tau;
+      used.servers |= p.servers, used.pr |= p.pr, used.pc |= p.pc, used.domain = used.domain || p.domain;
+    }
+    const std::pair<bool, const char*> unused[] = {{g.global_skip != 0 && !used.global_skip, "--global-skip"},
+                                                   {g.batches_to_wait != -1 && used.batches_to_wait == -1, "--batches-to-wait"},
+                                                   {g.tau != 0 && !used.tau, "--tau"},
+                                                   {g.servers != 0 && !used.servers, "--servers"},
+                                                   {g.pr != 0 && !used.pr, "--pr"},
+                                                   {g.pc != 0 && !used.pc, "--pc"},
+                                                   {g.domain && !used.domain, "--domain"}};
+    for (const auto& [bad, flag] : unused)
+      if (bad) throw InputError(flag, "applies to none of the strategies searched (--strategy)");
+  }
   for (double mb : s.bucket_mbs) {
     ClusterSpec probe;
     set_bucket_mb(probe, mb, "--bucket-mb");

@@ -202,6 +202,12 @@ TEST_CASE("plan: other strategies than dp run predict() per configuration", "[pl
   s.epochs = 1;
   const PlanResult r = run_plan(s);
   CHECK(r.feasible == 6);
+  // A strategy parameter goes to the strategies that read it only.
+  s.strategies = {"dp", "local-sgd"};
+  s.strategy_params.tau = 4;
+  const PlanResult t = run_plan(s);
+  CHECK(t.feasible == 6);
+  CHECK(t.note.empty());
   std::set<std::string> strategies;
   for (const auto& c : r.top) strategies.insert(c.strategy);
   CHECK(strategies.size() == 2);
@@ -258,6 +264,7 @@ TEST_CASE("dtsim plan: bad input exits 2 with one line naming the flag", "[plan]
       {ok + " --algo auto,nope", "--algo"},
       {ok + " --cluster h100-sxm,", "--cluster"},
       {ok + " --threads 0", "--threads"},
+      {ok + " --strategy dp,hierarchical --tau 4", "--tau"},
       {"plan --model resnet18 --dataset-size 1000 --epochs 1 --cluster v100-sxm2 --batch-per-gpu 32", "--price-per-gpu-hour"},
       {"plan --model resnet18 --dataset-size 0 --epochs 1 --batch-per-gpu 32", "--dataset-size"},
       {"plan --model resnet18 --dataset-size 10 --epochs -1 --batch-per-gpu 32", "--epochs"},
