@@ -158,9 +158,14 @@ unsigned thread_count(const PlanSpec& s) {
 }  // namespace
 
 uint64_t plan_size(const PlanSpec& s) {
-  Axes a{s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(), s.precisions.size(),
-         s.batches.size(), s.gpus.size()};
-  return a.size();
+  // Saturating: absurd lists must not wrap around to a small search.
+  uint64_t n = 1;
+  for (size_t k : {s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(),
+                   s.precisions.size(), s.batches.size(), s.gpus.size()}) {
+    if (k != 0 && n > UINT64_MAX / k) return UINT64_MAX;
+    n *= k;
+  }
+  return n;
 }
 
 void check_plan(const PlanSpec& s) {
