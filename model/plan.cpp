@@ -116,12 +116,19 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
   if (error) std::rethrow_exception(error);
 }
 
-ClusterSpec plan_cluster(const PlanSpec& s, size_t ci, const WhatIf& w, std::optional<double> bucket_mb) {
+// The cluster as `dtsim predict --cluster NAME --framework F [--cluster-nodes N] [what-ifs] [--bucket-mb B]` builds it.
+ClusterSpec base_cluster(const PlanSpec& s, size_t ci) {
   ClusterSpec c = apply_framework(load_cluster(s.clusters[ci]), load_framework(s.framework));
   if (s.cluster_nodes) c.nodes = static_cast<int>(*s.cluster_nodes);
-  c = apply_what_if(c, w);
+  return c;
+}
+ClusterSpec derived_cluster(const ClusterSpec& base, const WhatIf& w, std::optional<double> bucket_mb) {
+  ClusterSpec c = apply_what_if(base, w);
   if (bucket_mb) set_bucket_mb(c, *bucket_mb, "--bucket-mb");
   return c;
+}
+ClusterSpec plan_cluster(const PlanSpec& s, size_t ci, const WhatIf& w, std::optional<double> bucket_mb) {
+  return derived_cluster(base_cluster(s, ci), w, bucket_mb);
 }
 
 // The strategy parameters `strategy` reads (as model/predict.cpp's check_strategy_params), the
@@ -258,7 +265,8 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
   // model per (cluster, what-if), shared by its bucket sizes.
   const bool any_other = std::any_of(s.strategies.begin(), s.strategies.end(), [](const std::string& n) { return make_strategy(n)->name() != "dp"; });
   std::vector<Group> groups;
-  for (size_t ci = 0; ci < ax.C; ++ci)
+  for (size_t ci = 0; ci < ax.C; ++ci) {
+    const ClusterSpec base = base_cluster(s, ci);
     for (size_t wi = 0; wi < ax.W; ++wi) {
       std::shared_ptr<const ComputeModel> compute, c2f, c2m;
       for (size_t ki = 0; ki < ax.K; ++ki) {
@@ -266,7 +274,7 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
         gr.ci = ci, gr.wi = wi, gr.ki = ki;
         std::optional<double> mb;
         if (!s.bucket_mbs.empty()) mb = s.bucket_mbs[ki];
-        gr.c = plan_cluster(s, ci, s.what_ifs[wi], mb);
+        gr.c = derived_cluster(base, s.what_ifs[wi], mb);
         gr.overlap = s.overlap.value_or(gr.c.framework.overlap);
         gr.bucket_mb = mb ? *mb : static_cast<double>(gr.c.framework.bucket_bytes) / 1048576.0;
         gr.price = s.price_per_gpu_hour ? *s.price_per_gpu_hour : *gr.c.price_per_gpu_hour;
@@ -282,6 +290,7 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
         groups.push_back(std::move(gr));
       }
     }
+  }
 
   // DDP's shared step per (cluster, what-if, precision, batch), for every bucket size in turn (the
   // compute model prices the kernels once for all of them). What does not fit is not scheduled.
