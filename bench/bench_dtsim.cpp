@@ -10,6 +10,7 @@
 
 #include "kernels_mlp/mlp_model.hpp"
 #include "model/model_json.hpp"
+#include "model/plan.hpp"
 #include "model/predict.hpp"
 #include "model/study.hpp"
 #include "network/cluster.hpp"
@@ -94,5 +95,34 @@ static void BM_ColdStartPredict(benchmark::State& state) {
   state.counters["child_cpu_ms"] = 1e3 * (children_cpu_s() - cpu0) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_ColdStartPredict)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(10);
+
+// Issue 26: `dtsim plan` over 1,048,576 configurations (4 presets x GPUs 1..1024 x 8 batch sizes x
+// 2 precisions x 4 NIC rates x 4 bucket sizes) of resnet50 on ImageNet in at most 60 s wall on the
+// 2-core development machine. Argument: threads (0: every core). Wall time (real time) is the budget.
+static void BM_Plan1M(benchmark::State& state) {
+  PlanSpec s;
+  s.model = "resnet50";
+  s.clusters = {"h100-sxm", "a100-sxm", "h200-sxm", "b200"};
+  s.gpus.clear();
+  for (int64_t g = 1; g <= 1024; ++g) s.gpus.push_back(g);
+  s.batches = {16, 32, 48, 64, 96, 128, 192, 256};
+  s.precisions = {"fp32", "bf16"};
+  s.what_ifs = what_if_grid({{"nic_Gbps", {100, 200, 400, 800}}});
+  s.bucket_mbs = {1, 5, 25, 100};
+  s.dataset_size = 1281167;
+  s.epochs = 90;
+  s.threads = static_cast<unsigned>(state.range(0));
+  uint64_t feasible = 0, priced = 0;
+  for (auto _ : state) {
+    const PlanResult r = run_plan(s);
+    feasible = r.feasible;
+    priced = r.priced;
+    benchmark::DoNotOptimize(r.fastest);
+  }
+  state.counters["configs"] = static_cast<double>(plan_size(s));
+  state.counters["priced"] = static_cast<double>(priced);
+  state.counters["feasible"] = static_cast<double>(feasible);
+}
+BENCHMARK(BM_Plan1M)->ArgName("threads")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 BENCHMARK_MAIN();

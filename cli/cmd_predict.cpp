@@ -21,6 +21,7 @@ class PredictCommand : public Command {
     c->add_flag("--layers", layers_, "Also print per-layer times (table format)");
     c->add_option("--trace", trace_, "Write the simulated iteration as a Chrome/Perfetto trace to FILE.json (ui.perfetto.dev)");
     cluster_nodes_opt_ = c->add_option("--cluster-nodes", cluster_nodes_, "Nodes the cluster has (overrides the preset)");
+    bucket_opt_ = c->add_option("--bucket-mb", bucket_mb_, "DDP's gradient bucket size in MiB (PyTorch's bucket_cap_mb; default: the cluster's, 25)");
     whatif_.add_to(c, false);
     train_.add_to(c);
     flags_.add_to(c);
@@ -37,6 +38,7 @@ class PredictCommand : public Command {
     }
     const WhatIf w = whatif_.single();
     c = apply_what_if(c, w);
+    if (bucket_opt_->count()) set_bucket_mb(c, bucket_mb_, "--bucket-mb");
     const TrainGoal goal = train_.goal();
     if (!trace_.empty() && (trace_.size() < 5 || trace_.compare(trace_.size() - 5, 5, ".json") != 0))
       throw InputError("--trace", "'" + trace_ + "' must end in .json");
@@ -75,8 +77,9 @@ class PredictCommand : public Command {
   TrainFlags train_;
   std::string model_, trace_;
   int64_t gpus_ = 1, batch_ = 0, cluster_nodes_ = 0;
+  double bucket_mb_ = 25;
   bool layers_ = false;
-  CLI::Option* cluster_nodes_opt_ = nullptr;
+  CLI::Option *cluster_nodes_opt_ = nullptr, *bucket_opt_ = nullptr;
 };
 
 }  // namespace

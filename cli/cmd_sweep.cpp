@@ -32,6 +32,7 @@ class SweepCommand : public Command {
     nodes_opt_ = c->add_option("--nodes", nodes_, "Node counts instead of GPU counts (each node full), same list syntax");
     c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax");
     nodes_cap_opt_ = c->add_option("--cluster-nodes", cluster_nodes_, "Nodes the cluster has (overrides the preset, for studies beyond its size)");
+    bucket_opt_ = c->add_option("--bucket-mb", bucket_mb_, "DDP's gradient bucket size in MiB (PyTorch's bucket_cap_mb; default: the cluster's, 25)");
     whatif_.add_to(c, true);
     train_.add_to(c);
     c->add_option("--plot", plot_, "Draw throughput and scaling efficiency against GPU count to FILE.png or FILE.svg (gnuplot)")->group("Plots");
@@ -129,6 +130,11 @@ class SweepCommand : public Command {
       if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
       s.cluster_nodes = cluster_nodes_;
     }
+    if (bucket_opt_->count()) {
+      ClusterSpec probe;
+      set_bucket_mb(probe, bucket_mb_, "--bucket-mb");  // refused here, naming the flag
+      s.bucket_mb = bucket_mb_;
+    }
     s.compute_model = flags_.compute_model;
     const auto names = compute_model_names();  // fails early, naming --compute-model
     if (std::find(names.begin(), names.end(), s.compute_model) == names.end())
@@ -153,8 +159,9 @@ class SweepCommand : public Command {
   TrainFlags train_;
   std::string sweep_file_, models_, gpus_ = "1", nodes_, batches_, plot_, plot_breakdown_, verdict_out_;
   int64_t cluster_nodes_ = 0;
+  double bucket_mb_ = 25;
   bool allow_unknown_ops_ = false;
-  CLI::Option *gpus_opt_ = nullptr, *nodes_opt_ = nullptr, *nodes_cap_opt_ = nullptr;
+  CLI::Option *bucket_opt_ = nullptr, *gpus_opt_ = nullptr, *nodes_opt_ = nullptr, *nodes_cap_opt_ = nullptr;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@ namespace dtsim::cli {
 std::unique_ptr<Command> make_models_command();
 std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_sweep_command();
+std::unique_ptr<Command> make_plan_command();
 std::unique_ptr<Command> make_collective_command();
 std::unique_ptr<Command> make_calibrate_command();
 std::unique_ptr<Command> make_roofline_command();
@@ -19,6 +20,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   std::vector<std::unique_ptr<Command>> c;
   c.push_back(make_predict_command());
   c.push_back(make_sweep_command());
+  c.push_back(make_plan_command());
   c.push_back(make_strategies_command());
   c.push_back(make_grid_command());
   c.push_back(make_collective_command());

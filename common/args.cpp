@@ -48,16 +48,21 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
       continue;
     }
     std::string hi_text = item.substr(dots + 2);
-    int64_t factor = 0;
+    int64_t factor = 0, stride = 1;
     if (size_t colon = hi_text.find(':'); colon != std::string::npos) {
       std::string step = hi_text.substr(colon + 1);
       hi_text = hi_text.substr(0, colon);
-      if (step.size() < 2 || step[0] != 'x') throw InputError(flag, "range step must be written xK, as in 1..64:x2");
-      factor = parse_one(flag, step.substr(1), 2, 1 << 20);
+      if (step.size() < 2 || (step[0] != 'x' && step[0] != '+'))
+        throw InputError(flag, "range step must be written xK (multiply) or +K (add), as in 1..64:x2 or 8..1024:+8");
+      if (step[0] == 'x') factor = parse_one(flag, step.substr(1), 2, 1 << 20);
+      else stride = parse_one(flag, step.substr(1), 1, INT64_MAX);
     }
     int64_t lo = parse_one(flag, item.substr(0, dots), min, max), hi = parse_one(flag, hi_text, min, max);
     if (lo > hi) throw InputError(flag, "range '" + item + "' runs backwards");
-    if (factor) {
+    if (stride > 1) {
+      if ((hi - lo) / stride >= static_cast<int64_t>(kMaxValues)) throw InputError(flag, "more than 100000 values");
+      for (int64_t v = lo; v <= hi; v = (v > hi - stride) ? hi + 1 : v + stride) out.push_back(v);
+    } else if (factor) {
       if (lo == 0) throw InputError(flag, "a geometric range cannot start at 0");
       for (int64_t v = lo; v <= hi; v = (v > hi / factor) ? hi + 1 : v * factor) {
         out.push_back(v);

@@ -1,5 +1,6 @@
 #pragma once
-// Lists on the command line: "1,2,4,8", ranges "1..8" (every integer) and "1..64:x2" (doubling),
+// Lists on the command line: "1,2,4,8", ranges "1..8" (every integer), "1..64:x2" (doubling) and
+// "8..64:+8" (every 8th),
 // sizes with binary suffixes "4K", "1M", "1G" (KiB, MiB, GiB). Errors name the flag.
 #include <cstdint>
 #include <string>

@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
+#include "common/output.hpp"
 #include "model/model_json.hpp"
 
 namespace dtsim {
@@ -88,6 +89,13 @@ ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f) {
   c.framework.host_cost_s = f.host_cost_s;
   c.framework.ddp_gradient_copy = f.ddp_gradient_copy;
   return c;
+}
+
+void set_bucket_mb(ClusterSpec& c, double mb, const std::string& where) {
+  if (!(mb > 0) || mb > kMaxBucketMb)
+    throw InputError(where, "must be greater than 0 and at most " + fmt_sig(kMaxBucketMb, 7) + " (MiB), got " + fmt_sig(mb, 6));
+  // As the cluster files' framework.bucket_MiB is read (network/cluster.cpp).
+  c.framework.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(mb * 1048576.0));
 }
 
 }  // namespace dtsim

@@ -30,4 +30,9 @@ std::vector<std::string> framework_presets();
 // The cluster with the profile's host costs in its framework section.
 ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f);
 
+// DDP's bucket size, PyTorch's bucket_cap_mb (MiB; 25 by default): every bucket after the first
+// closes once it holds this many gradient bytes. InputError(where, ...) unless in (0, kMaxBucketMb].
+constexpr double kMaxBucketMb = 1e6;
+void set_bucket_mb(ClusterSpec& c, double mb, const std::string& where);
+
 }  // namespace dtsim

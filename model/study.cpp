@@ -26,13 +26,15 @@ void TrainGoal::check(const std::string& where_dataset, const std::string& where
   if (price_per_gpu_hour && !dataset_size) throw InputError(where_price, "a price needs the dataset size and epochs to price");
 }
 
-TrainEstimate train_estimate(const Prediction& p, const TrainGoal& goal) {
+TrainEstimate train_estimate(const Prediction& p, const TrainGoal& goal) { return train_estimate(p.gpus, p.batch_per_gpu, p.iteration_s, goal); }
+
+TrainEstimate train_estimate(int64_t gpus, int64_t batch_per_gpu, double iteration_s, const TrainGoal& goal) {
   TrainEstimate e;
-  const int64_t global_batch = p.batch_per_gpu * p.gpus;
+  const int64_t global_batch = batch_per_gpu * gpus;
   e.steps_per_epoch = (*goal.dataset_size + global_batch - 1) / global_batch;
   e.steps = static_cast<double>(e.steps_per_epoch) * *goal.epochs;
-  e.time_s = e.steps * p.iteration_s;
-  e.gpu_hours = e.time_s / 3600.0 * static_cast<double>(p.gpus);
+  e.time_s = e.steps * iteration_s;
+  e.gpu_hours = e.time_s / 3600.0 * static_cast<double>(gpus);
   if (goal.price_per_gpu_hour) e.cost = e.gpu_hours * *goal.price_per_gpu_hour;
   return e;
 }
@@ -259,6 +261,7 @@ size_t sweep_size(const SweepSpec& s) { return s.models.size() * s.what_ifs.size
 SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
   ClusterSpec base = apply_framework(load_cluster(s.cluster), load_framework(s.framework));
   if (s.cluster_nodes) base.nodes = static_cast<int>(*s.cluster_nodes);
+  if (s.bucket_mb) set_bucket_mb(base, *s.bucket_mb, "--bucket-mb");
   TrainingConfig cfg;
   cfg.precision = parse_precision(s.precision);
   cfg.compute_model = s.compute_model;

@@ -33,6 +33,8 @@ struct TrainEstimate {
   std::optional<double> cost;
 };
 TrainEstimate train_estimate(const Prediction& p, const TrainGoal& goal);
+// The same from the numbers it reads (dtsim plan prices a million configurations without a Prediction each).
+TrainEstimate train_estimate(int64_t gpus, int64_t batch_per_gpu, double iteration_s, const TrainGoal& goal);
 
 struct StudyRow {
   Prediction p;  // without per-layer detail in sweeps
@@ -54,6 +56,7 @@ struct SweepSpec {
   std::string cluster = "h100-sxm";
   std::string framework = "pytorch";  // configs/frameworks profile (host costs)
   std::optional<int64_t> cluster_nodes;  // raise (or lower) the cluster's node count for the study
+  std::optional<double> bucket_mb;       // DDP's bucket size (--bucket-mb; not a sweep-file field)
   std::string precision = "fp32";
   std::optional<std::string> algo;  // TrainingConfig's default unless given
   std::optional<bool> overlap;

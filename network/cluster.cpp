@@ -230,6 +230,8 @@ ClusterSpec parse_cluster(const Json& doc, const std::string& what) {
   c.framework.overlap = fw.boolean_or("overlap", true);
   fw.str_or("note", "");
   fw.reject_unknown();
+  if (o.has("price_per_gpu_hour")) c.price_per_gpu_hour = o.number("price_per_gpu_hour", 0.0, 1e9);
+  c.price_source = o.str_or("price_source", "");
   o.reject_unknown();
   return c;
 }

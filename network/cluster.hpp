@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,10 @@ struct ClusterSpec {
   InterNodeNetwork inter;
   CollectiveLibrary collectives;
   FrameworkSpec framework;
+  // What one GPU-hour costs to rent (the file's price_per_gpu_hour, any currency; dtsim plan), and
+  // where that figure comes from (price_source); unset where the file gives none.
+  std::optional<double> price_per_gpu_hour;
+  std::string price_source;
   int64_t capacity_gpus() const { return static_cast<int64_t>(gpus_per_node) * nodes; }
 };
 
