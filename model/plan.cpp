@@ -306,15 +306,7 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
       st.fits_one = memory_fit(g, s.batches[bi], precisions[pi], 1, c.gpu).fits;
       st.fits_many = memory_fit(g, s.batches[bi], precisions[pi], 2, c.gpu).fits;
       if (!st.fits_one && !st.fits_many) continue;
-      ScheduleOptions opt;  // as predict's run_schedule (model/predict.cpp)
-      opt.overlap = gr.overlap;
-      opt.first_bucket_bytes = c.framework.first_bucket_bytes;
-      opt.bucket_bytes = c.framework.bucket_bytes;
-      opt.launch_overhead_s = c.framework.launch_overhead_s;
-      opt.host_cost_s = &c.framework.host_cost_s;
-      opt.ddp_gradient_copy = c.framework.ddp_gradient_copy;
-      opt.iteration_overhead_s = c.framework.iteration_overhead_s;
-      opt.record_kernels = true;
+      const ScheduleOptions opt = schedule_options(c.framework, gr.overlap, true);  // as predict's run_schedule
       const IterationTimeline t = simulate_iteration(g, k, *gr.compute, [](double) { return 0.0; }, opt);
       st.gpu_free = t.backward_end_s;
       const size_t before_update = t.kernels.size() - k.update.size();

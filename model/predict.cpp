@@ -9,15 +9,7 @@ namespace dtsim {
 
 static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k, const ClusterSpec& c, const TrainingConfig& cfg,
                                       const ComputeModel& compute, const CollectiveAlgorithm& algo, const Placement& place) {
-  ScheduleOptions opt;
-  opt.overlap = cfg.overlap.value_or(c.framework.overlap);
-  opt.first_bucket_bytes = c.framework.first_bucket_bytes;
-  opt.bucket_bytes = c.framework.bucket_bytes;
-  opt.launch_overhead_s = c.framework.launch_overhead_s;
-  opt.host_cost_s = &c.framework.host_cost_s;
-  opt.ddp_gradient_copy = c.framework.ddp_gradient_copy;
-  opt.iteration_overhead_s = c.framework.iteration_overhead_s;
-  opt.record_kernels = cfg.record_kernels;
+  const ScheduleOptions opt = schedule_options(c.framework, cfg.overlap.value_or(c.framework.overlap), cfg.record_kernels);
   auto allreduce = [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, place, c); };
   return simulate_iteration(g, k, compute, allreduce, opt);
 }
@@ -145,16 +137,7 @@ class Stepper {
   StrategyOutcome strategy_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
     const bool overlap = cfg_.overlap.value_or(c.framework.overlap);
     auto simulate = [&](const std::function<double(double)>& bucket_s) {
-      ScheduleOptions opt;
-      opt.overlap = overlap;
-      opt.first_bucket_bytes = c.framework.first_bucket_bytes;
-      opt.bucket_bytes = c.framework.bucket_bytes;
-      opt.launch_overhead_s = c.framework.launch_overhead_s;
-      opt.host_cost_s = &c.framework.host_cost_s;
-      opt.ddp_gradient_copy = c.framework.ddp_gradient_copy;
-      opt.iteration_overhead_s = c.framework.iteration_overhead_s;
-      opt.record_kernels = record;
-      return simulate_iteration(g_, kernels_, compute, bucket_s, opt);
+      return simulate_iteration(g_, kernels_, compute, bucket_s, schedule_options(c.framework, overlap, record));
     };
     TrainingConfig quiet = cfg_;
     quiet.record_kernels = false;

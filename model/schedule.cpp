@@ -38,6 +38,19 @@ double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, do
   return table ? framework_table_value(k, *table, fallback_s) : fallback_s;
 }
 
+ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels) {
+  ScheduleOptions opt;
+  opt.overlap = overlap;
+  opt.first_bucket_bytes = f.first_bucket_bytes;
+  opt.bucket_bytes = f.bucket_bytes;
+  opt.launch_overhead_s = f.launch_overhead_s;
+  opt.host_cost_s = &f.host_cost_s;
+  opt.ddp_gradient_copy = f.ddp_gradient_copy;
+  opt.iteration_overhead_s = f.iteration_overhead_s;
+  opt.record_kernels = record_kernels;
+  return opt;
+}
+
 std::vector<std::vector<std::pair<int, int64_t>>> assign_buckets(const Graph& g, int64_t first_cap, int64_t cap, int64_t bytes_per_param) {
   std::vector<std::vector<std::pair<int, int64_t>>> buckets(1);
   int64_t filled = 0, limit = first_cap;

@@ -75,6 +75,9 @@ struct ScheduleOptions {
   bool record_kernels = false;
 };
 
+// The schedule's options as a framework runs it: its buckets, host costs and DDP's gradient copy.
+ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels);
+
 // A kernel's most specific key in a framework profile's tables (host_cost_s, kernel_time_factors):
 // "conv2d/fwd/bf16", "activation/bwd/fp32/relu", "eltwise/fwd/fp32/bias_add", "pool/bwd/bf16/max/k2s2p0".
 std::string framework_kernel_key(const KernelDesc& k);
