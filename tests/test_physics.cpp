@@ -8,6 +8,7 @@
 #include <random>
 
 #include "helpers.hpp"
+#include "study_cli.hpp"
 #include "kernels_mlp/mlp_model.hpp"
 #include "model/kernels.hpp"
 #include "roofline/compute_model.hpp"
@@ -152,4 +153,16 @@ TEST_CASE("physics: kernels beyond the training range are flagged, those inside 
   CHECK(t[0].in_range);
   CHECK_FALSE(t[1].in_range);
   CHECK_FALSE(t[2].in_range);
+}
+
+TEST_CASE("physics: dtsim kernel says what priced a kernel, whether it was inside the measured range, and its floor") {
+  auto r = study_test::run_dtsim("kernel --gpu h100-sxm --kind gemm --pass fwd --shape M=16384,N=16384,K=16384 --format json");
+  REQUIRE(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j.at("source") == "mlp");
+  CHECK(j.at("in_range") == false);  // 8.8 TFLOP a call: beyond the 1.1 TFLOP measured
+  CHECK(j.at("time_s").get<double>() >= j.at("physics_floor_s").get<double>());
+  r = study_test::run_dtsim("kernel --gpu h100-sxm --kind gemm --pass fwd --shape M=64,N=1000,K=2048 --format json");
+  REQUIRE(r.code == 0);
+  CHECK(Json::parse(r.out).at("in_range") == true);  // resnet50's classifier at batch 64
 }
