@@ -100,17 +100,7 @@ BENCHMARK(BM_ColdStartPredict)->Unit(benchmark::kMillisecond)->UseManualTime()->
 // 2 precisions x 4 NIC rates x 4 bucket sizes) of resnet50 on ImageNet in at most 60 s wall on the
 // 2-core development machine. Argument: threads (0: every core). Wall time (real time) is the budget.
 static void BM_Plan1M(benchmark::State& state) {
-  PlanSpec s;
-  s.model = "resnet50";
-  s.clusters = {"h100-sxm", "a100-sxm", "h200-sxm", "b200"};
-  s.gpus.clear();
-  for (int64_t g = 1; g <= 1024; ++g) s.gpus.push_back(g);
-  s.batches = {16, 32, 48, 64, 96, 128, 192, 256};
-  s.precisions = {"fp32", "bf16"};
-  s.what_ifs = what_if_grid({{"nic_Gbps", {100, 200, 400, 800}}});
-  s.bucket_mbs = {1, 5, 25, 100};
-  s.dataset_size = 1281167;
-  s.epochs = 90;
+  PlanSpec s = reference_plan_1m();
   s.threads = static_cast<unsigned>(state.range(0));
   uint64_t feasible = 0, priced = 0;
   for (auto _ : state) {

@@ -545,4 +545,19 @@ PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) 
   return r;
 }
 
+PlanSpec reference_plan_1m() {
+  PlanSpec s;
+  s.model = "resnet50";
+  s.clusters = {"h100-sxm", "a100-sxm", "h200-sxm", "b200"};
+  s.gpus.clear();
+  for (int64_t g = 1; g <= 1024; ++g) s.gpus.push_back(g);
+  s.batches = {16, 32, 48, 64, 96, 128, 192, 256};
+  s.precisions = {"fp32", "bf16"};
+  s.what_ifs = what_if_grid({{"nic_Gbps", {100, 200, 400, 800}}});
+  s.bucket_mbs = {1, 5, 25, 100};
+  s.dataset_size = 1281167;
+  s.epochs = 90;
+  return s;
+}
+
 }  // namespace dtsim

@@ -304,17 +304,7 @@ TEST_CASE("plan: --bucket-mb changes DDP's buckets as the cluster file's bucket_
 
 TEST_CASE("plan: issue 26's search of 1,048,576 configurations reports predict()'s own fastest and cheapest", "[plan][slow]") {
   // The search of BM_Plan1M (bench/README.md), about a second on two cores.
-  PlanSpec s;
-  s.model = "resnet50";
-  s.clusters = {"h100-sxm", "a100-sxm", "h200-sxm", "b200"};
-  s.gpus.clear();
-  for (int64_t g = 1; g <= 1024; ++g) s.gpus.push_back(g);
-  s.batches = {16, 32, 48, 64, 96, 128, 192, 256};
-  s.precisions = {"fp32", "bf16"};
-  s.what_ifs = what_if_grid({{"nic_Gbps", {100, 200, 400, 800}}});
-  s.bucket_mbs = {1, 5, 25, 100};
-  s.dataset_size = 1281167;
-  s.epochs = 90;
+  const PlanSpec s = reference_plan_1m();
   const PlanResult r = run_plan(s);
   CHECK(r.evaluated == 1048576u);
   CHECK(r.note.empty());

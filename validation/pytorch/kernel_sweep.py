@@ -53,9 +53,12 @@ def sig4(x):
     return float("%.4g" % x) if x == x else x
 
 
-def time_stream(fn, target_s=0.01, min_rep=5, max_rep=30):
-    """The harness's back-to-back timing: events around every repeat after a sleep kernel."""
-    fn()
+def time_stream(fn, target_s=0.01, min_rep=5, max_rep=30, warmup=1, long_min_rep=3):
+    """The harness's back-to-back timing: events around every repeat after a sleep kernel. Kernels of
+    50 ms and more take at least `long_min_rep` repeats instead of `min_rep`. Returns the median, the
+    minimum, the spread, the repeats and the probe's time (validation/scripts/torch_compare.py too)."""
+    for _ in range(warmup):
+        fn()
     torch.cuda.synchronize()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
@@ -63,9 +66,10 @@ def time_stream(fn, target_s=0.01, min_rep=5, max_rep=30):
     e.record()
     e.synchronize()
     t1 = max(s.elapsed_time(e) * 1e-3, 1e-7)
-    n = max(min_rep if t1 < 0.05 else 3, min(max_rep, int(target_s / t1) + 1))
+    n = max(min_rep if t1 < 0.05 else long_min_rep, min(max_rep, int(target_s / t1) + 1))
     evs = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
     if t1 < 500e-6:
+        # keep the GPU busy while the host enqueues (autograd calls cost the host ~100 us each)
         torch.cuda._sleep(int(min(n * 400e-6, 0.05) * 1.5e9))
     evs[0].record()
     for i in range(n):
@@ -236,6 +240,21 @@ def provenance(args):
     }
 
 
+def record(section, shape, mode, writer, f, skipped, rows):
+    """Measures one shape in one mode and writes its rows; a shape that fails (out of memory, no
+    engine) goes to skipped.csv instead. Returns 1 when measured."""
+    done = 0
+    try:
+        for r in rows():
+            writer.writerow(r)
+        done = 1
+    except Exception as ex:
+        skipped.write('%s,"%s",%s,"%s"\n' % (section, shape, mode, str(ex).splitlines()[0][:200]))
+        torch.cuda.empty_cache()
+    f.flush()
+    return done
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -274,14 +293,8 @@ def main():
                 if time.time() > deadline:
                     break
                 split = "train" if b in HARNESS_BATCHES else "heldout"
-                try:
-                    for r in gemm_rows(b, fin, fout, m, "classifier_%dx%d" % (fin, fout), split):
-                        gw.writerow(r)
-                    n += 1
-                except Exception as ex:
-                    skipped.write('classifier,"%s",%s,"%s"\n' % ((b, fin, fout), m, str(ex).splitlines()[0][:200]))
-                    torch.cuda.empty_cache()
-                gemm_f.flush()
+                n += record(sec, (b, fin, fout), m, gw, gemm_f, skipped,
+                            lambda: gemm_rows(b, fin, fout, m, "classifier_%dx%d" % (fin, fout), split))
         elif sec == "gemm":
             for b, fin, fout, src in gemm_shapes(rng):
                 for m in ["bf16", "fp32", "fp16"]:
@@ -290,14 +303,8 @@ def main():
                     fl = 2.0 * b * fin * fout
                     if fl > (2.5e12 if m == "fp32" else 9e12) or (m == "fp16" and rng.random() < 0.5):
                         continue
-                    try:
-                        for r in gemm_rows(b, fin, fout, m, src, gemm_split(b, fin, fout)):
-                            gw.writerow(r)
-                        n += 1
-                    except Exception as ex:
-                        skipped.write('gemm,"%s",%s,"%s"\n' % ((b, fin, fout), m, str(ex).splitlines()[0][:200]))
-                        torch.cuda.empty_cache()
-                    gemm_f.flush()
+                    n += record(sec, (b, fin, fout), m, gw, gemm_f, skipped,
+                                lambda: gemm_rows(b, fin, fout, m, src, gemm_split(b, fin, fout)))
         elif sec == "conv":
             for s in conv_shapes(rng):
                 for m in ["bf16", "fp32", "fp16"]:
@@ -305,14 +312,7 @@ def main():
                         break
                     if m == "fp16" and rng.random() < 0.5:
                         continue
-                    try:
-                        for r in conv_rows(*s[:14], m, s[14], s[15]):
-                            cw.writerow(r)
-                        n += 1
-                    except Exception as ex:
-                        skipped.write('conv,"%s",%s,"%s"\n' % (s[:14], m, str(ex).splitlines()[0][:200]))
-                        torch.cuda.empty_cache()
-                    conv_f.flush()
+                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15]))
         print("%s: %d shapes x modes in %.0f s" % (sec, n, time.time() - t_start - spent_before), flush=True)
         spent_before = time.time() - t_start
     gemm_f.close()

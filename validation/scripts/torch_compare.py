@@ -15,6 +15,7 @@ output mask of that gradient alone. Each time: median of CUDA-event timed repeat
 """
 import argparse
 import csv
+import os
 import random
 import statistics
 import sys
@@ -23,29 +24,14 @@ import time
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pytorch"))
+from kernel_sweep import time_stream  # noqa: E402  (validation/pytorch, beside ddp_reference.py)
+
 
 def timeit(fn, target_s=0.01, min_rep=5, max_rep=30):
-    fn()
-    fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    fn()
-    e.record()
-    e.synchronize()
-    t1 = max(s.elapsed_time(e) * 1e-3, 1e-7)
-    n = max(min_rep, min(max_rep, int(target_s / t1) + 1))
-    evs = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
-    if t1 < 500e-6:
-        # keep the GPU busy while the host enqueues (autograd calls cost the host ~100 us each)
-        torch.cuda._sleep(int(min(n * 400e-6, 0.05) * 1.5e9))
-    evs[0].record()
-    for i in range(n):
-        fn()
-        evs[i + 1].record()
-    evs[-1].synchronize()
-    t = sorted(evs[i].elapsed_time(evs[i + 1]) * 1e-3 for i in range(n))
-    return statistics.median(t), t[0]
+    """Median and minimum of the harness's back-to-back timing (kernel_sweep.py's), two warm-up calls."""
+    med, mn, _, _, _ = time_stream(fn, target_s, min_rep, max_rep, warmup=2, long_min_rep=min_rep)
+    return med, mn
 
 
 def main():
@@ -126,7 +112,6 @@ def kernel_names(fn):
 
 
 def compare_bn_pool(a):
-    import os
     d = os.path.dirname(a.conv_csv)
     dev = torch.device("cuda")
     base = a.out_csv[:-4] if a.out_csv.endswith(".csv") else a.out_csv
