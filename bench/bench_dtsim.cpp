@@ -8,11 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kernels_mlp/mlp_model.hpp"
-#include "model/model_json.hpp"
-#include "model/plan.hpp"
-#include "model/predict.hpp"
-#include "model/study.hpp"
+#include "compute/impl/mlp/mlp_model.hpp"
+#include "workload/model_json.hpp"
+#include "study/plan.hpp"
+#include "sim/predict.hpp"
+#include "study/study.hpp"
 #include "network/cluster.hpp"
 
 using namespace dtsim;

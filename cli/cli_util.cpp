@@ -2,11 +2,11 @@
 #include <iostream>
 
 #include "cli/command.hpp"
-#include "common/error.hpp"
-#include "common/output.hpp"
-#include "model/framework.hpp"
-#include "model/model_json.hpp"
-#include "model/strategy.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "sim/framework.hpp"
+#include "workload/model_json.hpp"
+#include "sim/strategy.hpp"
 #include "network/collective.hpp"
 
 namespace dtsim::cli {

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "cli/command.hpp"
-#include "common/error.hpp"
-#include "common/output.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
 #include "network/calibrate.hpp"
 #include "network/measured.hpp"
 

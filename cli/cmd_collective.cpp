@@ -1,6 +1,6 @@
 #include "cli/command.hpp"
-#include "common/args.hpp"
-#include "common/output.hpp"
+#include "core/args.hpp"
+#include "core/output.hpp"
 #include "network/collective.hpp"
 
 namespace dtsim::cli {

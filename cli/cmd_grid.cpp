@@ -1,8 +1,8 @@
 #include "cli/command.hpp"
-#include "common/error.hpp"
-#include "common/output.hpp"
-#include "model/framework.hpp"
-#include "model/strategies/grid.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "sim/framework.hpp"
+#include "sim/strategies/grid.hpp"
 
 namespace dtsim::cli {
 namespace {

@@ -6,12 +6,12 @@
 #include <set>
 
 #include "cli/command.hpp"
-#include "common/args.hpp"
-#include "common/error.hpp"
-#include "common/output.hpp"
-#include "kernels_mlp/features.hpp"
-#include "model/kernels.hpp"
-#include "roofline/compute_model.hpp"
+#include "core/args.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "compute/impl/mlp/features.hpp"
+#include "workload/kernels.hpp"
+#include "compute/compute_model.hpp"
 
 namespace dtsim::cli {
 namespace {

@@ -1,9 +1,9 @@
 #include <iostream>
 
 #include "cli/command.hpp"
-#include "common/output.hpp"
-#include "model/model_json.hpp"
-#include "model/report.hpp"
+#include "core/output.hpp"
+#include "workload/model_json.hpp"
+#include "report/report.hpp"
 
 namespace dtsim::cli {
 namespace {

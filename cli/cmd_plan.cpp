@@ -3,14 +3,14 @@
 
 #include "cli/command.hpp"
 #include "cli/study_flags.hpp"
-#include "common/args.hpp"
-#include "common/error.hpp"
-#include "common/output.hpp"
-#include "common/plot.hpp"
-#include "common/progress.hpp"
-#include "model/model_json.hpp"
-#include "model/plan.hpp"
-#include "model/strategy.hpp"
+#include "core/args.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "report/plot.hpp"
+#include "core/progress.hpp"
+#include "workload/model_json.hpp"
+#include "study/plan.hpp"
+#include "sim/strategy.hpp"
 #include "network/collective.hpp"
 
 namespace dtsim::cli {

@@ -1,12 +1,12 @@
 #include "cli/command.hpp"
 #include "cli/study_flags.hpp"
-#include "common/error.hpp"
-#include "common/output.hpp"
-#include "model/framework.hpp"
-#include "model/model_json.hpp"
-#include "model/report.hpp"
-#include "model/trace.hpp"
-#include "model/verdict.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "sim/framework.hpp"
+#include "workload/model_json.hpp"
+#include "report/report.hpp"
+#include "report/trace.hpp"
+#include "study/verdict.hpp"
 
 namespace dtsim::cli {
 namespace {

@@ -1,11 +1,11 @@
 #include "cli/command.hpp"
 #include "cli/study_flags.hpp"
-#include "common/error.hpp"
-#include "common/output.hpp"
-#include "common/plot.hpp"
-#include "model/model_json.hpp"
-#include "model/roofline_report.hpp"
-#include "model/study_plots.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "report/plot.hpp"
+#include "workload/model_json.hpp"
+#include "report/roofline_report.hpp"
+#include "report/study_plots.hpp"
 
 namespace dtsim::cli {
 namespace {

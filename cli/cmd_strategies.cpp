@@ -1,6 +1,6 @@
 #include "cli/command.hpp"
-#include "common/output.hpp"
-#include "model/strategy.hpp"
+#include "core/output.hpp"
+#include "sim/strategy.hpp"
 
 namespace dtsim::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cli/command.hpp"
-#include "common/error.hpp"
+#include "core/error.hpp"
 
 namespace dtsim::cli {
 namespace {

@@ -1,9 +1,9 @@
-// dtsim validate: predicted against measured iteration times (model/validate.hpp).
+// dtsim validate: predicted against measured iteration times (study/validate.hpp).
 #include "cli/command.hpp"
-#include "common/error.hpp"
-#include "common/json_util.hpp"
-#include "model/framework.hpp"
-#include "model/validate.hpp"
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "sim/framework.hpp"
+#include "study/validate.hpp"
 
 namespace dtsim::cli {
 namespace {

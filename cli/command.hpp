@@ -8,8 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/json_util.hpp"
-#include "model/predict.hpp"
+#include "core/json_util.hpp"
+#include "sim/predict.hpp"
 
 namespace dtsim::cli {
 
@@ -43,7 +43,7 @@ struct TrainingFlags {
   std::string format = "table";
   std::string out;
   bool no_overlap = false;
-  std::string strategy = "dp";     // --strategy and its parameters (model/strategy.hpp)
+  std::string strategy = "dp";     // --strategy and its parameters (sim/strategy.hpp)
   StrategyParams strategy_params;
   bool allow_unknown_ops = false;  // a command that loads with load_model() adds the flag (add_allow_unknown_ops)
   struct StrategyFlag {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cli/command.hpp"
-#include "common/error.hpp"
+#include "core/error.hpp"
 
 using namespace dtsim;
 

@@ -1,7 +1,8 @@
 #include "cli/study_flags.hpp"
 
-#include "common/error.hpp"
-#include "model/whatif.hpp"
+#include "core/error.hpp"
+#include "core/args.hpp"
+#include "sim/whatif.hpp"
 
 namespace dtsim::cli {
 

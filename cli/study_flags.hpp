@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "model/study.hpp"
+#include "study/study.hpp"
 
 namespace dtsim::cli {
 

@@ -2,10 +2,10 @@
 // all-reduce on it, so that accepted constants are also used.
 #include <algorithm>
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "fuzz/fuzz_util.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
 

@@ -1,7 +1,7 @@
 // Measured-run JSON (validation/README.md, dtsim-measured-run/1): parse, then predict the run.
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "fuzz/fuzz_util.hpp"
-#include "model/validate.hpp"
+#include "study/validate.hpp"
 
 using namespace dtsim;
 

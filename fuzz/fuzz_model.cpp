@@ -1,9 +1,9 @@
 // Model JSON (docs/model-format.md): parse, infer shapes, then predict one small configuration so
 // that sizes that pass the parser are also multiplied out by the kernel lowering.
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "fuzz/fuzz_util.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
 #include "network/cluster.hpp"
 
 using namespace dtsim;

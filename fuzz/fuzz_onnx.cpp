@@ -5,10 +5,10 @@
 #include <string>
 #include <unistd.h>
 
-#include "common/error.hpp"
-#include "model/model_json.hpp"
-#include "model/onnx_import.hpp"
-#include "model/predict.hpp"
+#include "core/error.hpp"
+#include "workload/model_json.hpp"
+#include "workload/onnx/onnx_import.hpp"
+#include "sim/predict.hpp"
 #include "network/cluster.hpp"
 
 using namespace dtsim;

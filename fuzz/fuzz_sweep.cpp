@@ -1,7 +1,7 @@
 // Sweep files (docs/scaling-study.md): parse; run the sweep when it is small.
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "fuzz/fuzz_util.hpp"
-#include "model/study.hpp"
+#include "study/study.hpp"
 
 using namespace dtsim;
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "common/json_util.hpp"
+#include "core/json_util.hpp"
 
 namespace dtsim::fuzz {
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "network/impl/nccl.hpp"
 
 namespace dtsim {

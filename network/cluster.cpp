@@ -4,8 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "common/error.hpp"
-#include "model/model_json.hpp"
+#include "core/error.hpp"
+#include "core/config_paths.hpp"
 
 namespace dtsim {
 

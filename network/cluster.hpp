@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/json_util.hpp"
-#include "roofline/gpu_spec.hpp"
+#include "core/json_util.hpp"
+#include "hardware/gpu_spec.hpp"
 
 namespace dtsim {
 
@@ -109,7 +109,7 @@ struct FrameworkSpec {
   // Where the framework runs its own kernel instead of the measured library one (PyTorch's native
   // bf16 batchnorm and pooling): predictor key ("batchnorm/fwd/bf16", "pool/bwd/fp32/max") -> time ratio.
   std::map<std::string, double> kernel_time_factors;
-  // Measured host time per kernel by key (model/schedule.hpp framework_kernel_key); kernels
+  // Measured host time per kernel by key (sim/schedule.hpp framework_kernel_key); kernels
   // without an entry cost launch_overhead_s.
   std::map<std::string, double> host_cost_s;
   // DDP without gradient_as_bucket_view: each parameter's gradient is copied into its bucket and

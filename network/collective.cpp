@@ -3,7 +3,7 @@
 #include <functional>
 #include <utility>
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "network/impl/hierarchical.hpp"
 #include "network/impl/mpi.hpp"
 #include "network/impl/nccl.hpp"

@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "common/error.hpp"
-#include "common/json_util.hpp"
+#include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace dtsim {
 

@@ -1,8 +1,8 @@
 #pragma once
 #include <string>
 
-#include "common/json_util.hpp"
-#include "model/model_json.hpp"
+#include "core/json_util.hpp"
+#include "workload/model_json.hpp"
 
 // A model from an inline JSON string (layers only; input 3 x 32 x 32 unless given).
 inline dtsim::Graph model_from(const std::string& layers_json, const std::string& input = R"({"channels":3,"height":32,"width":32})") {

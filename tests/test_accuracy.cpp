@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "common/json_util.hpp"
-#include "kernels_mlp/mlp.hpp"
-#include "model/validate.hpp"
+#include "core/json_util.hpp"
+#include "compute/impl/mlp/mlp.hpp"
+#include "study/validate.hpp"
 
 using namespace dtsim;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "common/args.hpp"
-#include "common/error.hpp"
+#include "core/args.hpp"
+#include "core/error.hpp"
 
 using namespace dtsim;
 using V = std::vector<int64_t>;

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/error.hpp"
-#include "common/json_util.hpp"
+#include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "study_cli.hpp"
 
 using dtsim::Json;

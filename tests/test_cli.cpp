@@ -13,9 +13,9 @@
 
 #include "study_cli.hpp"
 
-#include "common/json_util.hpp"
-#include "model/framework.hpp"
-#include "model/strategy.hpp"
+#include "core/json_util.hpp"
+#include "sim/framework.hpp"
+#include "sim/strategy.hpp"
 
 using dtsim::Json;
 namespace fs = std::filesystem;

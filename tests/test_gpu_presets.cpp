@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <string>
 
-#include "common/error.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
+#include "core/error.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
 #include "network/cluster.hpp"
-#include "roofline/gpu_spec.hpp"
+#include "hardware/gpu_spec.hpp"
 #include "study_cli.hpp"
 
 using namespace dtsim;

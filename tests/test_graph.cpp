@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "helpers.hpp"
 
 using namespace dtsim;

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
-#include "model/kernels.hpp"
-#include "roofline/compute_model.hpp"
+#include "workload/kernels.hpp"
+#include "compute/compute_model.hpp"
 
 using namespace dtsim;
 

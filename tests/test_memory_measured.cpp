@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "common/json_util.hpp"
-#include "model/validate.hpp"
+#include "core/json_util.hpp"
+#include "study/validate.hpp"
 
 using namespace dtsim;
 namespace fs = std::filesystem;
@@ -70,9 +70,9 @@ TEST_CASE("memory: predicted peak within 10% of every settled steady-state peak 
   CHECK(compared == 22);
 }
 
-#include "model/memory.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
+#include "sim/memory.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
 
 TEST_CASE("memory: predicted peak within 10% of the instrumented re-runs (validation/data/h100-sxm/memory_phases.txt)") {
   // Largest of the forward, backward and optimizer-step peaks (MB = 1e6 bytes) of iteration 6 of

@@ -11,13 +11,13 @@
 #include <xmmintrin.h>
 #endif
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "helpers.hpp"
-#include "kernels_mlp/dataset.hpp"
-#include "kernels_mlp/features.hpp"
-#include "kernels_mlp/mlp.hpp"
-#include "kernels_mlp/mlp_model.hpp"
-#include "roofline/impl/roofline_model.hpp"
+#include "compute/impl/mlp/dataset.hpp"
+#include "compute/impl/mlp/features.hpp"
+#include "compute/impl/mlp/mlp.hpp"
+#include "compute/impl/mlp/mlp_model.hpp"
+#include "compute/impl/roofline/roofline_model.hpp"
 
 using namespace dtsim;
 using namespace dtsim::mlp;
@@ -120,7 +120,7 @@ TEST_CASE("MLP inference: known weights, written and read back") {
   Baseline base = baseline_of(gpu);
   Json manifest{{"format", 1}, {"gpu", "h100-sxm"}, {"baseline", baseline_json(base, gpu.sm_count)}};
   // A subnormal weight (training leaves thousands) is read back as zero: it cannot change a float
-  // sum of normal values, and multiplying by it is slow on many x86 cores (kernels_mlp/mlp.cpp).
+  // sum of normal values, and multiplying by it is slow on many x86 cores (compute/impl/mlp/mlp.cpp).
   Mlp tiny = tiny_mlp("add/fwd/fp32", KernelKind::Add);
   const float subnormal = std::numeric_limits<float>::denorm_min() * 1000;
   REQUIRE(std::fpclassify(subnormal) == FP_SUBNORMAL);

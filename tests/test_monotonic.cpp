@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "model/framework.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
-#include "model/strategy.hpp"
-#include "model/whatif.hpp"
+#include "sim/framework.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
+#include "sim/strategy.hpp"
+#include "sim/whatif.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
 
@@ -266,7 +266,7 @@ void check_axes(const std::vector<Axis>& axes, const std::vector<std::string>& m
       }
 }
 
-// The axes the network, the schedule and the host own (model/whatif.hpp what_if_axes()).
+// The axes the network, the schedule and the host own (sim/whatif.hpp what_if_axes()).
 const std::vector<Axis>& iteration_axes() {
   static const std::vector<Axis> a = {
       {"intra_node_GBps", {50, 300, 450, 900}},
@@ -319,7 +319,7 @@ TEST_CASE("monotonic: bigger nodes are never slower for the algorithms whose tra
   b.report();
 }
 
-// Kernel times are the compute models' (roofline/, kernels_mlp/): owned elsewhere. Kept apart so
+// Kernel times are the compute models' (compute/): owned elsewhere. Kept apart so
 // that a break there is reported as theirs.
 TEST_CASE("monotonic: the iteration is no slower with more FLOP/s or more memory bandwidth", "[monotonic][compute]") {
   const std::vector<Axis> axes = {{"flops_scale", {0.25, 0.5, 1, 1.5, 2, 4, 16}}, {"memory_bandwidth_scale", {0.25, 0.5, 1, 1.5, 2, 4, 16}}};

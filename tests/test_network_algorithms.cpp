@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "common/error.hpp"
-#include "model/model_json.hpp"
+#include "core/error.hpp"
+#include "workload/model_json.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
 #include "network/impl/nccl.hpp"

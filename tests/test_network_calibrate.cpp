@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "network/calibrate.hpp"
 #include "network/cluster.hpp"
 #include "network/measured.hpp"

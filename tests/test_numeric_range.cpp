@@ -7,8 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
 

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <map>
 
-#include "common/error.hpp"
-#include "model/kernels.hpp"
-#include "model/model_json.hpp"
-#include "model/onnx_import.hpp"
-#include "model/predict.hpp"
+#include "core/error.hpp"
+#include "workload/kernels.hpp"
+#include "workload/model_json.hpp"
+#include "workload/onnx/onnx_import.hpp"
+#include "sim/predict.hpp"
 
 using namespace dtsim;
 

@@ -11,7 +11,7 @@
 
 #include "study_cli.hpp"
 
-#include "common/json_util.hpp"
+#include "core/json_util.hpp"
 
 using dtsim::Json;
 namespace fs = std::filesystem;

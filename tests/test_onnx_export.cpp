@@ -10,9 +10,9 @@
 #include <map>
 #include <sstream>
 
-#include "common/json_util.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
+#include "core/json_util.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
 
 using namespace dtsim;
 

@@ -10,8 +10,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "common/error.hpp"
-#include "model/model_json.hpp"
+#include "core/error.hpp"
+#include "workload/model_json.hpp"
 
 using dtsim::InputError;
 using dtsim::load_model;

@@ -9,10 +9,10 @@
 
 #include "helpers.hpp"
 #include "study_cli.hpp"
-#include "kernels_mlp/mlp_model.hpp"
-#include "model/kernels.hpp"
-#include "roofline/compute_model.hpp"
-#include "roofline/gpu_spec.hpp"
+#include "compute/impl/mlp/mlp_model.hpp"
+#include "workload/kernels.hpp"
+#include "compute/compute_model.hpp"
+#include "hardware/gpu_spec.hpp"
 
 using namespace dtsim;
 namespace fs = std::filesystem;

@@ -1,16 +1,16 @@
-// dtsim plan (model/plan.hpp, docs/plan.md): what it reports is what predict says; what it skips is
+// dtsim plan (study/plan.hpp, docs/plan.md): what it reports is what predict says; what it skips is
 // counted; the outcome does not depend on the thread count; bad input exits 2 with one line.
 #include <catch2/catch.hpp>
 
 #include <set>
 
-#include "common/error.hpp"
-#include "common/plot.hpp"
-#include "common/json_util.hpp"
-#include "model/framework.hpp"
-#include "model/model_json.hpp"
-#include "model/plan.hpp"
-#include "model/study.hpp"
+#include "core/error.hpp"
+#include "report/plot.hpp"
+#include "core/json_util.hpp"
+#include "sim/framework.hpp"
+#include "workload/model_json.hpp"
+#include "study/plan.hpp"
+#include "study/study.hpp"
 #include "study_cli.hpp"
 
 using namespace dtsim;

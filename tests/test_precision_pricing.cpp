@@ -5,9 +5,9 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "model/predict.hpp"
-#include "model/report.hpp"
-#include "model/schedule.hpp"
+#include "sim/predict.hpp"
+#include "report/report.hpp"
+#include "sim/schedule.hpp"
 
 using namespace dtsim;
 

@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "kernels_mlp/dataset.hpp"
-#include "kernels_mlp/mlp.hpp"
-#include "kernels_mlp/mlp_model.hpp"
-#include "roofline/gpu_spec.hpp"
-#include "roofline/impl/roofline_model.hpp"
+#include "compute/impl/mlp/dataset.hpp"
+#include "compute/impl/mlp/mlp.hpp"
+#include "compute/impl/mlp/mlp_model.hpp"
+#include "hardware/gpu_spec.hpp"
+#include "compute/impl/roofline/roofline_model.hpp"
 
 using namespace dtsim;
 using namespace dtsim::mlp;

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
-#include "model/framework.hpp"
-#include "model/predict.hpp"
-#include "model/schedule.hpp"
+#include "sim/framework.hpp"
+#include "sim/predict.hpp"
+#include "sim/schedule.hpp"
 
 using namespace dtsim;
 

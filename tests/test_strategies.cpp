@@ -1,4 +1,4 @@
-// Training strategies (model/strategy.hpp, docs/design.md §5, Beyond data parallelism): each one's
+// Training strategies (sim/strategy.hpp, docs/design.md §5, Beyond data parallelism): each one's
 // cost against hand-computed cases, the grid's corners, asynchronous vs synchronous communication,
 // and the sources' qualitative findings.
 #include <catch2/catch.hpp>
@@ -13,10 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "helpers.hpp"
-#include "model/predict.hpp"
-#include "model/strategies/grid.hpp"
+#include "sim/predict.hpp"
+#include "sim/strategies/grid.hpp"
 #include "network/topology.hpp"
 
 using namespace dtsim;

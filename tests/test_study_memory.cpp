@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "helpers.hpp"
-#include "model/memory.hpp"
-#include "model/predict.hpp"
+#include "sim/memory.hpp"
+#include "sim/predict.hpp"
 
 using namespace dtsim;
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
-#include "common/error.hpp"
-#include "common/plot.hpp"
-#include "model/study_plots.hpp"
+#include "core/error.hpp"
+#include "report/plot.hpp"
+#include "report/study_plots.hpp"
 #include "study_cli.hpp"
 
 using study_test::run_dtsim;

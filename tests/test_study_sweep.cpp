@@ -3,11 +3,12 @@
 
 #include <filesystem>
 
-#include "common/error.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
-#include "model/study.hpp"
-#include "roofline/compute_model.hpp"
+#include "core/args.hpp"
+#include "core/error.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
+#include "study/study.hpp"
+#include "compute/compute_model.hpp"
 #include "study_cli.hpp"
 
 using namespace dtsim;

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "helpers.hpp"
-#include "model/trace.hpp"
+#include "report/trace.hpp"
 #include "study_cli.hpp"
 
 using namespace dtsim;

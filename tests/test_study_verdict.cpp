@@ -1,10 +1,10 @@
 // Verdicts: they agree with the breakdown, and the sweep verdict finds the thresholds.
 #include <catch2/catch.hpp>
 
-#include "model/framework.hpp"
+#include "sim/framework.hpp"
 
 #include "helpers.hpp"
-#include "model/verdict.hpp"
+#include "study/verdict.hpp"
 
 using namespace dtsim;
 

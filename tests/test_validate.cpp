@@ -1,4 +1,4 @@
-// dtsim validate (model/validate.hpp) and the framework profiles (model/framework.hpp).
+// dtsim validate (study/validate.hpp) and the framework profiles (sim/framework.hpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,13 +12,13 @@
 
 #include "study_cli.hpp"
 
-#include "common/error.hpp"
-#include "model/framework.hpp"
-#include "model/kernels.hpp"
-#include "model/model_json.hpp"
-#include "model/predict.hpp"
-#include "model/validate.hpp"
-#include "roofline/compute_model.hpp"
+#include "core/error.hpp"
+#include "sim/framework.hpp"
+#include "workload/kernels.hpp"
+#include "workload/model_json.hpp"
+#include "sim/predict.hpp"
+#include "study/validate.hpp"
+#include "compute/compute_model.hpp"
 
 using namespace dtsim;
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "model/model_json.hpp"
+#include "workload/model_json.hpp"
 
 using namespace dtsim;
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/error.hpp"
+#include "core/error.hpp"
 #include "network/topology.hpp"
 
 namespace dtsim {

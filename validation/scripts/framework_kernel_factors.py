@@ -114,7 +114,7 @@ def op_time_sums(a):
                 continue
             opt = dict(zip(args[::2], args[1::2]))  # the kernel as dtsim keys it: kind/pass/math/variant
             keys = [f"{opt['--kind']}/{opt['--pass']}/{r['math_mode']}/{opt['--variant']}"]
-            if r["op"] == "pool":  # model/schedule.cpp framework_kernel_key: the window's own key too
+            if r["op"] == "pool":  # sim/schedule.cpp framework_kernel_key: the window's own key too
                 keys.append(keys[0] + f"/k{r['R']}s{r['stride']}p{r['pad']}")
             for key in keys:
                 s = sums[key]

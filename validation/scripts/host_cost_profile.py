@@ -3,7 +3,7 @@
 
 host_costs.py gives eager PyTorch's host time per layer and pass (forward, backward, optimizer step)
 for each layer type, in fp32 and bf16 autocast. dtsim issues kernels, so each layer's cost is put on
-the kernels dtsim lowers that layer to (model/kernels.cpp), keyed as model/schedule.hpp's
+the kernels dtsim lowers that layer to (workload/kernels.cpp), keyed as sim/schedule.hpp's
 framework_host_cost_key:
   conv2d/fwd/M                     conv forward (under bf16, its autocast weight cast included)
   conv2d/bwd_data/M, bwd_filter/M  half of the conv backward each

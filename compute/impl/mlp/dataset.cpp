@@ -1,0 +1,214 @@
+#include "compute/impl/mlp/dataset.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "compute/impl/mlp/features.hpp"
+
+namespace dtsim::mlp {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cells.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else cells.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else if (c != '\r') {
+      cells.back() += c;
+    }
+  }
+  return cells;
+}
+
+struct Row {
+  const std::map<std::string, size_t>& col;
+  const std::vector<std::string>& cells;
+  const std::string& where;
+
+  const std::string& str(const std::string& name) const {
+    auto it = col.find(name);
+    if (it == col.end()) throw InputError(where, "no column '" + name + "'");
+    return cells[it->second];
+  }
+  int64_t integer(const std::string& name) const {
+    const std::string& s = str(name);
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end || errno) throw InputError(where + ", column " + name, "'" + s + "' is not an integer");
+    return v;
+  }
+  double number(const std::string& name) const {
+    const std::string& s = str(name);
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end || !std::isfinite(v)) throw InputError(where + ", column " + name, "'" + s + "' is not a finite number");
+    return v;
+  }
+};
+
+Pass parse_pass(const std::string& s, const std::string& where) {
+  static const std::map<std::string, Pass> t = {{"fwd", Pass::Fwd},           {"bwd_data", Pass::BwdData}, {"bwd_filter", Pass::BwdFilter},
+                                                {"bwd_weight", Pass::BwdWeight}, {"bwd", Pass::Bwd},          {"update", Pass::Update}};
+  auto it = t.find(s);
+  if (it == t.end()) throw InputError(where + ", column pass", "unknown pass '" + s + "'");
+  return it->second;
+}
+
+// The harness's math-mode column against dtsim's: "fp32" is PyTorch's default (TF32 convolutions).
+MathMode parse_math(const std::string& s, KernelKind kind, const std::string& where) {
+  if (s == "bf16") return MathMode::BF16;
+  if (s == "fp16") return MathMode::FP16;
+  if (s == "any") return MathMode::FP32;  // kernels whose math does not change with the mode (the FP32 optimizer)
+  if (s == "fp32") return kind == KernelKind::Conv2d ? MathMode::TF32 : MathMode::FP32;
+  throw InputError(where + ", column math_mode", "unknown math mode '" + s + "' (fp32, bf16, fp16)");
+}
+
+bool kernel_from_row(const Row& r, KernelDesc& k) {
+  const std::string& kind = r.str("kind");
+  static const std::map<std::string, KernelKind> kinds = {{"conv2d", KernelKind::Conv2d},       {"gemm", KernelKind::Gemm},
+                                                          {"batchnorm", KernelKind::BatchNorm}, {"activation", KernelKind::Activation},
+                                                          {"pool", KernelKind::Pool},           {"add", KernelKind::Add},
+                                                          {"softmax_ce", KernelKind::SoftmaxCE}, {"sgd_update", KernelKind::SgdUpdate}};
+  auto it = kinds.find(kind);
+  if (it == kinds.end()) return false;
+  k = KernelDesc{it->second, parse_pass(r.str("pass"), r.where), MathMode::FP32, -1, {}, "", 0, 0};
+  k.math = parse_math(r.str("math_mode"), k.kind, r.where);
+  auto& s = k.shape;
+  switch (k.kind) {
+    case KernelKind::Conv2d: {
+      int i = 0;
+      for (const char* f : kernel_shape_fields(k.kind)) s[i++] = r.integer(f);
+      break;
+    }
+    case KernelKind::Gemm: {
+      // dtsim's row-major view of nn.Linear (see workload/kernels.cpp), from the layer's sizes.
+      int64_t b = r.integer("batch"), in = r.integer("in_features"), out = r.integer("out_features");
+      if (k.pass == Pass::Fwd) s = {b, out, in, 0, 1};
+      else if (k.pass == Pass::BwdData) s = {b, in, out, 0, 0};
+      else s = {out, in, b, 1, 0};
+      break;
+    }
+    case KernelKind::BatchNorm:
+      s = {r.integer("N"), r.integer("C"), r.integer("H"), r.integer("W")};
+      break;
+    case KernelKind::Activation:
+      s = {r.integer("elements")};
+      k.variant = intern_variant(r.str("op"));
+      break;
+    case KernelKind::Pool: {
+      int i = 0;
+      for (const char* f : kernel_shape_fields(k.kind)) s[i++] = r.integer(f);
+      k.variant = intern_variant(r.str("mode"));
+      break;
+    }
+    case KernelKind::Add:
+      s = {r.integer("elements"), 2};
+      break;
+    case KernelKind::SoftmaxCE:
+      s = {r.integer("N"), r.integer("classes")};
+      k.math = MathMode::FP32;  // the loss runs in FP32 under autocast too
+      break;
+    case KernelKind::SgdUpdate:
+      s = {r.integer("parameters")};
+      k.math = MathMode::FP32;
+      break;
+    default:
+      return false;
+  }
+  for (size_t i = 0; i < kernel_shape_fields(k.kind).size(); ++i)
+    if (s[i] < 0 || (s[i] == 0 && k.kind != KernelKind::Conv2d && k.kind != KernelKind::Pool && k.kind != KernelKind::Gemm))
+      throw InputError(r.where, std::string("shape field ") + kernel_shape_fields(k.kind)[i] + " must be positive");
+  set_cost(k);
+  return true;
+}
+
+}  // namespace
+
+std::vector<Sample> read_kernel_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot open file");
+  std::vector<Sample> out;
+  std::map<std::string, size_t> col;
+  std::string line;
+  size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    auto cells = split_csv_line(line);
+    if (col.empty()) {
+      for (size_t i = 0; i < cells.size(); ++i) col[cells[i]] = i;
+      for (const char* need : {"kind", "pass", "math_mode", "time_median_s"})
+        if (!col.count(need)) throw InputError(path + ":1", std::string("header has no column '") + need + "'");
+      continue;
+    }
+    std::string where = path + ":" + std::to_string(lineno);
+    if (cells.size() != col.size()) throw InputError(where, "has " + std::to_string(cells.size()) + " cells, the header " + std::to_string(col.size()));
+    Row r{col, cells, where};
+    Sample s;
+    if (!kernel_from_row(r, s.kernel)) continue;
+    s.time_s = r.number("time_median_s");
+    if (!(s.time_s > 0)) throw InputError(where + ", column time_median_s", "must be positive");
+    if (col.count("split")) {
+      const std::string& part = r.str("split");
+      if (part != "train" && part != "heldout") throw InputError(where + ", column split", "'" + part + "' is neither train nor heldout");
+      s.beyond = part == "heldout";
+    }
+    if (col.count("time_graph_s") && r.str("time_graph_s") != "nan") s.graph_time_s = r.number("time_graph_s");
+    s.key = predictor_key(s.kernel);
+    if (!s.key.empty()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<Sample>> read_kernel_dataset(const std::string& dir, std::vector<std::string>* files) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".csv" && e.path().filename() != "skipped.csv") paths.push_back(e.path().string());
+  if (ec) throw InputError(dir, "cannot read folder");
+  std::sort(paths.begin(), paths.end());
+  std::map<std::string, std::vector<Sample>> by_key;
+  for (const auto& p : paths)
+    for (auto& s : read_kernel_csv(p)) by_key[s.key].push_back(std::move(s));
+  if (files) *files = paths;
+  return by_key;
+}
+
+std::string file_fnv1a64(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot open file");
+  uint64_t h = 1469598103934665603ULL;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h ^= static_cast<unsigned char>(buf[i]);
+      h *= 1099511628211ULL;
+    }
+    if (!in) break;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+bool is_heldout(const KernelDesc& k) { return shape_hash(k) % 5 == 0; }
+
+}  // namespace dtsim::mlp

@@ -1,0 +1,293 @@
+#include "compute/impl/mlp/features.hpp"
+
+#include <cmath>
+#include <map>
+#include <mutex>
+
+namespace dtsim::mlp {
+
+std::string dataset_math(const KernelDesc& k) {
+  // FP16 autocast runs the same cuDNN and cuBLAS kernels as BF16 on the same bytes: measured through
+  // PyTorch on one H100 (validation/data/h100-sxm/kernels_beyond), fp16 / bf16 time ratio median 1.000
+  // for 138 convolutions and 1.009 for 271 GEMMs of 20 us and more. So FP16 kernels take the bf16
+  // data's predictors. (PyTorch's own batchnorm differs: sim/schedule.cpp framework_kernel_key.)
+  const bool sixteen = k.math == MathMode::BF16 || k.math == MathMode::FP16;
+  switch (k.kind) {
+    case KernelKind::Conv2d:  // PyTorch's default fp32 runs convolutions in TF32: the "fp32" data
+      return k.math == MathMode::TF32 ? "fp32" : sixteen ? "bf16" : "";
+    default:
+      return k.math == MathMode::FP32 ? "fp32" : sixteen ? "bf16" : "";
+  }
+}
+
+std::string predictor_key(const KernelDesc& k) {
+  std::string m = dataset_math(k);
+  if (m.empty()) return "";
+  // A gradient accumulation (add, bwd) is the same two-input sum as a forward add: one predictor.
+  Pass pass = k.kind == KernelKind::Add ? Pass::Fwd : k.pass;
+  std::string key = std::string(kind_name(k.kind)) + "/" + pass_name(pass) + "/" + m;
+  if (k.kind == KernelKind::Pool || k.kind == KernelKind::Activation) key += std::string("/") + k.variant;
+  return key;
+}
+
+static double lg(double x) { return std::log2(std::max(x, 1.0)); }
+
+double Baseline::seconds(const KernelDesc& k) const { return std::max(compute_s(k), memory_s(k)) + floor_s; }
+
+// Output tiles of a GEMM-like kernel against the SMs: log2 of the tile count and the fill of the last
+// wave. 128 x 128 is the common tile of cuDNN/cuBLAS tensor-core kernels on Hopper.
+static void waves(double m, double n, double batch, int sms, std::vector<double>& out) {
+  double tiles = std::ceil(m / 128.0) * std::ceil(n / 128.0) * batch;
+  double w = tiles / std::max(sms, 1);
+  out.push_back(lg(tiles));
+  out.push_back(w - std::floor(w));
+}
+
+// Every predictor also sees the baseline's two floors, in log2 microseconds.
+static const std::vector<std::string> kBaselineFeatures = {"roofline_compute_us", "roofline_memory_us"};
+
+static const std::vector<std::string>& kind_feature_names(KernelKind kind) {
+  static const std::vector<std::string> conv = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
+                                                "groups", "P", "Q", "gemm_m", "gemm_n", "gemm_k", "flops", "bytes", "intensity", "waves",
+                                                "last_wave_fill", "depthwise", "c_align8", "k_align8",
+                                                // The pass's own implicit GEMM (bwd_data: M = N*H*W, N = C, K = K*R*S;
+                                                // bwd_filter: M = K, N = C*R*S, K = N*P*Q), its tiles and last-wave fill
+                                                // for the tile shapes cuDNN's Hopper kernels use, the three tensors' bytes
+                                                // and the shape's class.
+                                                "pass_gemm_m", "pass_gemm_n", "pass_gemm_k", "tiles_64x64", "fill_64x64",
+                                                "tiles_128x64", "fill_128x64", "tiles_128x128", "fill_128x128", "tiles_256x128",
+                                                "fill_256x128", "input_bytes", "output_bytes", "weight_bytes", "c_over_k",
+                                                "compute_over_memory", "is_1x1", "is_stride1", "is_pure_gemm"};
+  static const std::vector<std::string> gemm = {"M", "N", "K", "flops", "bytes", "intensity", "waves", "last_wave_fill", "m_align8", "n_align8",
+                                                "k_align8"};
+  static const std::vector<std::string> bn = {"N", "C", "HW", "elements", "per_channel", "bytes"};
+  static const std::vector<std::string> elem = {"elements", "bytes"};
+  static const std::vector<std::string> pool = {"N", "C", "H", "W", "R", "S", "stride", "pad", "P", "Q", "in_elements", "out_elements", "bytes"};
+  static const std::vector<std::string> add = {"elements", "inputs", "bytes"};
+  static const std::vector<std::string> ce = {"N", "classes", "elements"};
+  static const std::vector<std::string> sgd = {"params", "bytes"};
+  switch (kind) {
+    case KernelKind::Conv2d: return conv;
+    case KernelKind::Gemm: return gemm;
+    case KernelKind::BatchNorm: return bn;
+    case KernelKind::Pool: return pool;
+    case KernelKind::Add: return add;
+    case KernelKind::SoftmaxCE: return ce;
+    case KernelKind::SgdUpdate: return sgd;
+    default: return elem;
+  }
+}
+
+const std::vector<std::string>& feature_names(KernelKind kind) {
+  static std::map<KernelKind, std::vector<std::string>> all;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int i = 0; i <= static_cast<int>(KernelKind::Eltwise); ++i) {
+      auto kind = static_cast<KernelKind>(i);
+      auto names = kind_feature_names(kind);
+      names.insert(names.end(), kBaselineFeatures.begin(), kBaselineFeatures.end());
+      all[kind] = names;
+    }
+  });
+  return all.at(kind);
+}
+
+static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out);
+
+// A convolution's output size and the implicit GEMM its pass runs (per group): fwd M = N*P*Q,
+// N = K/g, K = C/g*R*S; bwd_data M = N*H*W, N = C/g, K = K/g*R*S; bwd_filter M = K/g, N = C/g*R*S, K = N*P*Q.
+struct ConvGemm {
+  double p, q, m, n, k;
+};
+static ConvGemm conv_gemm(const KernelDesc& kd) {
+  const auto& s = kd.shape;
+  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], r = s[5], sw = s[6], g = static_cast<double>(s[13]);
+  const double p = static_cast<double>((s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1);
+  const double q = static_cast<double>((s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1);
+  if (kd.pass == Pass::BwdData) return {p, q, n * h * w, c / g, kk / g * r * sw};
+  if (kd.pass == Pass::BwdFilter) return {p, q, kk / g, c / g * r * sw, n * p * q};
+  return {p, q, n * p * q, kk / g, c / g * r * sw};
+}
+
+// log2 of the output tiles of an M x N GEMM (times `batch` independent ones) and the fill of the last
+// wave over the SMs, for each tile shape.
+template <size_t T>
+static void tile_waves(double m, double n, double batch, const double (&tiles_mn)[T][2], int sm_count, std::vector<double>& out) {
+  for (const auto& t : tiles_mn) {
+    double tiles = std::ceil(m / t[0]) * std::ceil(n / t[1]) * batch;
+    double waves = tiles / std::max(sm_count, 1);
+    out.push_back(lg(tiles));
+    out.push_back(waves - std::floor(waves));
+  }
+}
+
+// A convolution's view as the implicit GEMM its pass runs, tiled for several tile shapes.
+static void conv_pass_features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], r = s[5], sw = s[6], g = static_cast<double>(s[13]);
+  const ConvGemm cg = conv_gemm(k);
+  const double p = cg.p, q = cg.q;
+  out.push_back(lg(cg.m));
+  out.push_back(lg(cg.n));
+  out.push_back(lg(cg.k));
+  static const double kTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {256, 128}};
+  tile_waves(cg.m, cg.n, g, kTiles, sm_count, out);
+  const double eb = element_bytes(k.math);
+  out.push_back(lg(n * c * h * w * eb));
+  out.push_back(lg(n * kk * p * q * eb));
+  out.push_back(lg(kk * c / g * r * sw * eb));
+  out.push_back(std::log2(std::max(c, 1.0) / std::max(kk, 1.0)));
+  out.push_back(std::log2((base.compute_s(k) + 1e-9) / (base.memory_s(k) + 1e-9)));
+  const bool one = s[5] == 1 && s[6] == 1, stride1 = s[7] == 1 && s[8] == 1;
+  out.push_back(one ? 1.0 : 0.0);
+  out.push_back(stride1 ? 1.0 : 0.0);
+  out.push_back(one && stride1 && s[9] == 0 && s[10] == 0 ? 1.0 : 0.0);
+}
+
+const std::vector<std::string>& extra_feature_names(KernelKind kind) {
+  static const std::vector<std::string> conv = {"c_pow2", "k_pow2", "hw_pow2", "pq_pow2", "nhw_pow2", "npq_pow2",
+                                                "pass_m_pow2", "pass_n_pow2", "pass_k_pow2"};
+  // A GEMM's M, N, K alignment, its tiles and last-wave fill for the tile shapes of cuBLAS's Hopper
+  // kernels (as the convolutions' pass features), and the three matrices' bytes.
+  static const std::vector<std::string> gemm = {"m_pow2", "n_pow2", "k_pow2", "tiles_64x64", "fill_64x64",
+                                                "tiles_128x64", "fill_128x64", "tiles_256x128", "fill_256x128",
+                                                "a_bytes", "b_bytes", "c_bytes", "compute_over_memory"};
+  static const std::vector<std::string> none;
+  return kind == KernelKind::Conv2d ? conv : kind == KernelKind::Gemm ? gemm : none;
+}
+
+// log2 of the largest power of two dividing v, at most 7 (128): vector widths and tile alignment.
+static double pow2_align(double v) {
+  int64_t x = static_cast<int64_t>(v);
+  int a = 0;
+  while (x > 0 && x % 2 == 0 && a < 7) x /= 2, ++a;
+  return a;
+}
+
+static void conv_extra_features(const KernelDesc& k, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], g = static_cast<double>(s[13]);
+  const ConvGemm cg = conv_gemm(k);
+  const double p = cg.p, q = cg.q;
+  for (double v : {c / g, kk / g, h * w, p * q, n * h * w, n * p * q, cg.m, cg.n, cg.k}) out.push_back(pow2_align(v));
+}
+
+static void gemm_extra_features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out) {
+  const double m = static_cast<double>(k.shape[0]), n = static_cast<double>(k.shape[1]),
+               kk = static_cast<double>(k.shape[2]);
+  for (double v : {m, n, kk}) out.push_back(pow2_align(v));
+  static const double kTiles[3][2] = {{64, 64}, {128, 64}, {256, 128}};
+  tile_waves(m, n, 1, kTiles, sm_count, out);
+  const double eb = element_bytes(k.math);
+  out.push_back(lg(m * kk * eb));
+  out.push_back(lg(kk * n * eb));
+  out.push_back(lg(m * n * eb));
+  out.push_back(std::log2((base.compute_s(k) + 1e-9) / (base.memory_s(k) + 1e-9)));
+}
+
+void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out, bool extended) {
+  kind_features(k, sm_count, out);
+  if (k.kind == KernelKind::Conv2d) conv_pass_features(k, sm_count, base, out);
+  out.push_back(std::log2(base.compute_s(k) * 1e6 + 1e-3));
+  out.push_back(std::log2(base.memory_s(k) * 1e6 + 1e-3));
+  if (extended && k.kind == KernelKind::Conv2d) conv_extra_features(k, out);
+  if (extended && k.kind == KernelKind::Gemm) gemm_extra_features(k, sm_count, base, out);
+}
+
+static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double intensity = k.bytes > 0 ? k.flops / k.bytes : 0;
+  switch (k.kind) {
+    case KernelKind::Conv2d: {
+      for (int i = 0; i < 9; ++i) out.push_back(lg(s[i]));
+      out.push_back(lg(s[9] + 1));
+      out.push_back(lg(s[10] + 1));
+      out.push_back(lg(s[11]));
+      out.push_back(lg(s[12]));
+      out.push_back(lg(s[13]));
+      double p = (s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1, q = (s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1;
+      double g = static_cast<double>(s[13]);
+      double gm = s[0] * p * q, gn = s[4] / g, gk = s[1] / g * s[5] * s[6];
+      out.push_back(lg(p));
+      out.push_back(lg(q));
+      out.push_back(lg(gm));
+      out.push_back(lg(gn));
+      out.push_back(lg(gk));
+      out.push_back(lg(k.flops));
+      out.push_back(lg(k.bytes));
+      out.push_back(std::log2(intensity + 1e-3));
+      waves(gm, gn, g, sm_count, out);
+      out.push_back(s[13] > 1 && s[13] == s[1] ? 1.0 : 0.0);
+      out.push_back(s[1] % 8 == 0 ? 1.0 : 0.0);
+      out.push_back(s[4] % 8 == 0 ? 1.0 : 0.0);
+      break;
+    }
+    case KernelKind::Gemm:
+      out.push_back(lg(s[0]));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(s[2]));
+      out.push_back(lg(k.flops));
+      out.push_back(lg(k.bytes));
+      out.push_back(std::log2(intensity + 1e-3));
+      waves(s[0], s[1], 1, sm_count, out);
+      for (int i = 0; i < 3; ++i) out.push_back(s[i] % 8 == 0 ? 1.0 : 0.0);
+      break;
+    case KernelKind::BatchNorm: {
+      double e = static_cast<double>(s[0]) * s[1] * s[2] * s[3];
+      out.push_back(lg(s[0]));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(static_cast<double>(s[2]) * s[3]));
+      out.push_back(lg(e));
+      out.push_back(lg(e / s[1]));
+      out.push_back(lg(k.bytes));
+      break;
+    }
+    case KernelKind::Pool:
+      for (int i = 0; i < 7; ++i) out.push_back(lg(s[i]));
+      out.push_back(lg(s[7] + 1));
+      out.push_back(lg(s[8]));
+      out.push_back(lg(s[9]));
+      out.push_back(lg(static_cast<double>(s[0]) * s[1] * s[2] * s[3]));
+      out.push_back(lg(static_cast<double>(s[0]) * s[1] * s[8] * s[9]));
+      out.push_back(lg(k.bytes));
+      break;
+    case KernelKind::Add:
+      out.push_back(lg(s[0]));
+      out.push_back(static_cast<double>(s[1]));
+      out.push_back(lg(k.bytes));
+      break;
+    case KernelKind::SoftmaxCE:
+      out.push_back(lg(s[0]));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(static_cast<double>(s[0]) * s[1]));
+      break;
+    default:
+      out.push_back(lg(s[0]));
+      out.push_back(lg(k.bytes));
+      break;
+  }
+}
+
+uint64_t shape_hash(const KernelDesc& k) {
+  // FNV-1a over the kind, the shape fields and the variant.
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  };
+  mix(static_cast<uint64_t>(k.kind));
+  auto shape = k.shape;
+  if (k.kind == KernelKind::Gemm) {  // one nn.Linear (batch, in, out) whatever the pass
+    const auto& s = k.shape;
+    if (k.pass == Pass::Fwd) shape = {s[0], s[2], s[1]};
+    else if (k.pass == Pass::BwdData) shape = {s[0], s[1], s[2]};
+    else shape = {s[2], s[1], s[0]};
+  }
+  for (int64_t v : shape) mix(static_cast<uint64_t>(v));
+  for (const char* c = k.variant; *c; ++c) mix(static_cast<uint64_t>(*c));
+  return h;
+}
+
+}  // namespace dtsim::mlp

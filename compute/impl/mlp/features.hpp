@@ -1,0 +1,47 @@
+#pragma once
+// What an MLP sees of a kernel. One predictor per key (kind / pass / dataset math mode [/ variant]);
+// its inputs are log-scaled shape fields plus derived quantities that explain where time goes:
+// FLOPs, bytes, arithmetic intensity, the implicit GEMM's dimensions and how many waves of output
+// tiles fill the GPU (the tail of the last wave is time spent with idle SMs).
+#include <array>
+#include <string>
+#include <vector>
+
+#include "workload/kernels.hpp"
+
+namespace dtsim::mlp {
+
+// "fp32" (PyTorch's default math: TF32 convolutions, strict FP32 matmuls and FP32 vector kernels)
+// or "bf16" (BF16 and FP16: the same kernels on the same bytes, measured) — the math modes the harness
+// measures; "" when a kernel runs in a mode without data (TF32 matmuls, strict FP32 convolutions).
+std::string dataset_math(const KernelDesc& k);
+
+// "conv2d/fwd/fp32", "pool/bwd/bf16/max"; "" when no dataset can cover the kernel.
+std::string predictor_key(const KernelDesc& k);
+
+// The analytical time an MLP corrects: max(FLOPs / peak, bytes / bandwidth) + floor, on the measured
+// GPU's datasheet numbers. Predictors learn log(measured / baseline): how far real kernels fall short
+// of the roofline varies smoothly with shape, the time itself spans five decades.
+struct Baseline {
+  std::array<double, kMathModes> peak_flops{};
+  double memory_bandwidth_Bps = 1;
+  double floor_s = 2e-6;  // launch and ramp: no kernel runs faster
+  double compute_s(const KernelDesc& k) const { return k.flops / peak_flops[static_cast<int>(k.math)]; }
+  double memory_s(const KernelDesc& k) const { return k.bytes / memory_bandwidth_Bps; }
+  double seconds(const KernelDesc& k) const;
+};
+
+const std::vector<std::string>& feature_names(KernelKind kind);
+// Appends feature_names(k.kind).size() values; `sm_count` sizes the wave features. With `extended`,
+// then also extra_feature_names(k.kind).size() more (a predictor trained with them lists them after
+// the others, so predictors trained without them see exactly what they were trained on).
+void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vector<double>& out, bool extended = false);
+// Optional features (dtsim-train-predictors --extra-features): convolutions' power-of-two alignment
+// of the channel counts, spatial sizes and the pass's implicit GEMM dimensions. Empty for other kinds.
+const std::vector<std::string>& extra_feature_names(KernelKind kind);
+
+// Stable identity of a kernel's shape, without its pass and math: a shape lands wholly in the
+// training or wholly in the held-out part.
+uint64_t shape_hash(const KernelDesc& k);
+
+}  // namespace dtsim::mlp

@@ -1,0 +1,310 @@
+#include "compute/impl/mlp/mlp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "compute/impl/mlp/features.hpp"
+
+namespace dtsim::mlp {
+
+namespace fs = std::filesystem;
+
+void Mlp::predict_log_ratio(const Eigen::MatrixXf& raw, Eigen::VectorXf& log_ratio, std::vector<bool>* in_range) const {
+  // Rows are kernels. Clamp to the training range, normalise, then affine + ReLU through the hidden
+  // layers, affine out.
+  Eigen::MatrixXf h;
+  if (feature_min.size() == raw.cols()) {
+    Eigen::MatrixXf clamped = raw;
+    for (Eigen::Index c = 0; c < raw.cols(); ++c) clamped.col(c) = raw.col(c).cwiseMax(feature_min(c)).cwiseMin(feature_max(c));
+    if (in_range) {
+      in_range->resize(static_cast<size_t>(raw.rows()));
+      // A little slack: a feature computed in float at the range's edge is still measured ground.
+      const Eigen::VectorXf slack = 1e-3f * (feature_max - feature_min).cwiseAbs() + Eigen::VectorXf::Constant(raw.cols(), 1e-5f);
+      for (Eigen::Index r = 0; r < raw.rows(); ++r)
+        (*in_range)[static_cast<size_t>(r)] = ((raw.row(r) - clamped.row(r)).cwiseAbs().array() <= slack.transpose().array()).all();
+    }
+    h = (clamped.rowwise() - feature_mean.transpose()).array().rowwise() / feature_std.transpose().array();
+  } else {
+    if (in_range) in_range->assign(static_cast<size_t>(raw.rows()), true);
+    h = (raw.rowwise() - feature_mean.transpose()).array().rowwise() / feature_std.transpose().array();
+  }
+  for (size_t l = 0; l < weights.size(); ++l) {
+    const auto& w = weights[l];
+    const int nb = l < diagonal_blocks.size() ? diagonal_blocks[l] : 1;
+    Eigen::MatrixXf z(h.rows(), w.rows());
+    if (nb <= 1) {
+      z.noalias() = h * w.transpose();
+    } else {
+      const Eigen::Index bo = w.rows() / nb, bi = w.cols() / nb;
+      for (Eigen::Index b = 0; b < nb; ++b)
+        z.middleCols(b * bo, bo).noalias() = h.middleCols(b * bi, bi) * w.block(b * bo, b * bi, bo, bi).transpose();
+    }
+    z.rowwise() += biases[l].transpose();
+    if (l + 1 < weights.size()) z = z.cwiseMax(0.0f);
+    h = std::move(z);
+  }
+  log_ratio = (h.col(0).array() * target_std + target_mean).matrix();
+}
+
+int diagonal_block_count(const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& w) {
+  for (Eigen::Index e = 16; e >= 2; --e) {
+    if (w.rows() % e || w.cols() % e) continue;
+    const Eigen::Index bo = w.rows() / e, bi = w.cols() / e;
+    bool zero_outside = true;
+    for (Eigen::Index r = 0; r < w.rows() && zero_outside; ++r)
+      for (Eigen::Index c = 0; c < w.cols(); ++c)
+        if (r / bo != c / bi && w(r, c) != 0.0f) {
+          zero_outside = false;
+          break;
+        }
+    if (zero_outside) return static_cast<int>(e);
+  }
+  return 1;
+}
+
+const Mlp* PredictorSet::find(const std::string& key) const {
+  auto it = by_key.find(key);
+  return it == by_key.end() ? nullptr : &it->second;
+}
+
+namespace {
+// Subnormal floats flushed to zero while the MLPs run, as the weights are when loaded: hidden
+// activations reach the subnormal range too, and each operation on one costs a microcode assist on
+// many x86 cores (resnet50's kernels 0.86 -> 0.58 ms with the three-layer conv2d predictors on this
+// project's Intel Xeon). The caller's floating-point mode is restored on the way out.
+class FlushSubnormals {
+ public:
+#if defined(__SSE2__)
+  FlushSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFlushToZero | kDenormalsAreZero); }
+  ~FlushSubnormals() { _mm_setcsr(saved_); }
+
+ private:
+  static constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;  // MXCSR bits
+  unsigned saved_;
+#endif
+};
+}  // namespace
+
+void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range) const {
+  const FlushSubnormals flush;
+  seconds.assign(kernels.size(), std::numeric_limits<double>::quiet_NaN());
+  if (in_range) in_range->assign(kernels.size(), true);
+  // Group kernels by predictor so that each MLP runs once over a matrix of kernels.
+  std::map<const Mlp*, std::vector<size_t>> groups;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (const Mlp* m = find(predictor_key(kernels[i]))) groups[m].push_back(i);
+  std::vector<double> f;
+  for (const auto& [m, idx] : groups) {
+    const Eigen::Index nf = static_cast<Eigen::Index>(m->feature_names.size());
+    // A predictor trained with the optional features lists more names than the standard set.
+    const bool extended = m->feature_names.size() > feature_names(kernels[idx.front()].kind).size();
+    Eigen::MatrixXf x(static_cast<Eigen::Index>(idx.size()), nf);
+    for (size_t r = 0; r < idx.size(); ++r) {
+      f.clear();
+      features(kernels[idx[r]], sm_count, baseline, f, extended);
+      for (Eigen::Index c = 0; c < nf; ++c) x(static_cast<Eigen::Index>(r), c) = static_cast<float>(f[c]);
+    }
+    Eigen::VectorXf y;
+    std::vector<bool> inside;
+    m->predict_log_ratio(x, y, &inside);
+    for (size_t r = 0; r < idx.size(); ++r) {
+      const KernelDesc& k = kernels[idx[r]];
+      seconds[idx[r]] = baseline.seconds(k) * std::exp(y(static_cast<Eigen::Index>(r)));
+      if (m->max_roofline_fraction > 0)  // the predicted efficiency is bounded by the measured one
+        seconds[idx[r]] = std::max(seconds[idx[r]], std::max(baseline.compute_s(k), baseline.memory_s(k)) / m->max_roofline_fraction);
+      if (in_range) (*in_range)[idx[r]] = inside[r];
+    }
+  }
+}
+
+static Eigen::VectorXf vec(const Json& j, const std::string& what) {
+  if (!j.is_array()) throw InputError(what, "must be an array of numbers");
+  Eigen::VectorXf v(static_cast<Eigen::Index>(j.size()));
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number()) throw InputError(what, "must be an array of numbers");
+    v(static_cast<Eigen::Index>(i)) = j[i].get<float>();
+  }
+  return v;
+}
+
+PredictorSet load_predictors(const std::string& dir) {
+  PredictorSet set;
+  set.dir = dir;
+  const std::string mpath = dir + "/manifest.json";
+  set.manifest = load_json_file(mpath);
+  const std::string wpath = dir + "/weights.bin";
+  std::ifstream win(wpath, std::ios::binary);
+  if (!win) throw InputError(wpath, "cannot open file");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(win)), std::istreambuf_iterator<char>());
+  const size_t nfloats = bytes.size() / sizeof(float);
+  // Subnormal weights (L1 and weight decay leave thousands of them) are read as zero: their products
+  // are below float's normal range anyway, and on many x86 cores each one costs a microcode assist,
+  // which made resnet50's kernels 2-4x slower to predict on this project's Intel Xeon machines.
+  auto weight = [&](size_t offset) {
+    float x;
+    std::memcpy(&x, bytes.data() + offset * sizeof(float), sizeof x);
+    return std::fpclassify(x) == FP_SUBNORMAL ? 0.0f : x;
+  };
+  try {
+    set.gpu = set.manifest.at("gpu").get<std::string>();
+    const Json& b = set.manifest.at("baseline");
+    set.sm_count = b.at("sm_count").get<int>();
+    for (int m = 0; m < kMathModes; ++m) set.baseline.peak_flops[m] = b.at("peak_flops").at(math_name(static_cast<MathMode>(m))).get<double>();
+    set.baseline.memory_bandwidth_Bps = b.at("memory_bandwidth_Bps").get<double>();
+    set.baseline.floor_s = b.at("floor_s").get<double>();
+    if (set.sm_count <= 0 || set.baseline.memory_bandwidth_Bps <= 0) throw InputError(mpath, "baseline must have positive sm_count and bandwidth");
+    for (double p : set.baseline.peak_flops)
+      if (!(p > 0)) throw InputError(mpath, "baseline peak_flops must be positive");
+    for (const Json& p : set.manifest.at("predictors")) {
+      Mlp m;
+      m.key = p.at("key").get<std::string>();
+      std::string where = mpath + ": predictor " + m.key;
+      m.feature_names = p.at("features").get<std::vector<std::string>>();
+      m.feature_mean = vec(p.at("feature_mean"), where + ".feature_mean");
+      m.feature_std = vec(p.at("feature_std"), where + ".feature_std");
+      m.target_mean = p.at("target_mean").get<float>();
+      m.target_std = p.at("target_std").get<float>();
+      m.heldout = p.value("heldout", Json::object());
+      m.max_roofline_fraction = p.value("max_roofline_fraction", 0.0);
+      if (m.max_roofline_fraction < 0 || m.max_roofline_fraction > 1)
+        throw InputError(where + ".max_roofline_fraction", "must be in (0, 1] (an achieved fraction of the datasheet roofline)");
+      if (p.contains("feature_min") != p.contains("feature_max")) throw InputError(where, "feature_min and feature_max come together");
+      if (p.contains("feature_min")) {
+        m.feature_min = vec(p.at("feature_min"), where + ".feature_min");
+        m.feature_max = vec(p.at("feature_max"), where + ".feature_max");
+        if (m.feature_min.size() != static_cast<Eigen::Index>(m.feature_names.size()) || m.feature_max.size() != m.feature_min.size() ||
+            (m.feature_max.array() < m.feature_min.array()).any())
+          throw InputError(where + ".feature_min", "must have one entry per feature, each at most its feature_max");
+      }
+      auto sizes = p.at("layers").get<std::vector<int>>();
+      size_t off = p.at("weights_offset").get<size_t>();
+      if (sizes.size() < 2 || static_cast<size_t>(sizes.front()) != m.feature_names.size() || sizes.back() != 1 ||
+          m.feature_mean.size() != sizes.front() || m.feature_std.size() != sizes.front())
+        throw InputError(where, "layer sizes do not match the features");
+      // An ensemble's hidden layers are block-diagonal (one block per member): only the blocks are stored.
+      const bool stored_blocks = p.contains("weight_blocks");
+      auto blocks = p.value("weight_blocks", std::vector<int>(sizes.size() - 1, 1));
+      if (blocks.size() + 1 != sizes.size()) throw InputError(where + ".weight_blocks", "must have one entry per layer");
+      for (size_t l = 0; l + 1 < sizes.size(); ++l) {
+        const int in = sizes[l], out = sizes[l + 1], k = blocks[l];
+        if (in <= 0 || out <= 0) throw InputError(where + ".layers", "sizes must be positive");
+        if (k <= 0 || in % k || out % k) throw InputError(where + ".weight_blocks", "each must be positive and divide its layer's sizes");
+        const int bi = in / k, bo = out / k;
+        if (off + size_t(k) * bi * bo + out > nfloats) throw InputError(where, "weights run past the end of weights.bin");
+        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w =
+            Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(out, in);
+        for (int blk = 0; blk < k; ++blk)
+          for (int r = 0; r < bo; ++r)
+            for (int c = 0; c < bi; ++c) w(blk * bo + r, blk * bi + c) = weight(off++);
+        Eigen::VectorXf b(out);
+        for (int r = 0; r < out; ++r) b(r) = weight(off++);
+        // Files written before weight_blocks existed stored ensembles dense: find their blocks.
+        m.diagonal_blocks.push_back(stored_blocks ? k : diagonal_block_count(w));
+        m.weights.push_back(std::move(w));
+        m.biases.push_back(std::move(b));
+      }
+      std::string key = m.key;
+      set.by_key.emplace(key, std::move(m));
+    }
+  } catch (const Json::exception& e) {
+    throw InputError(mpath, std::string("malformed predictor manifest (") + e.what() + ")");
+  }
+  return set;
+}
+
+Baseline baseline_of(const GpuSpec& gpu) {
+  Baseline b;
+  b.peak_flops = gpu.peak_flops;
+  b.memory_bandwidth_Bps = gpu.memory_bandwidth_Bps;
+  return b;
+}
+
+Json baseline_json(const Baseline& b, int sm_count) {
+  Json peaks;
+  for (int m = 0; m < kMathModes; ++m) peaks[math_name(static_cast<MathMode>(m))] = b.peak_flops[m];
+  return Json{{"peak_flops", peaks}, {"memory_bandwidth_Bps", b.memory_bandwidth_Bps}, {"floor_s", b.floor_s}, {"sm_count", sm_count}};
+}
+
+std::shared_ptr<const PredictorSet> cached_predictors(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const PredictorSet>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[dir];
+  if (!slot) slot = std::make_shared<PredictorSet>(load_predictors(dir));
+  return slot;
+}
+
+std::string pretrained_root() {
+  if (const char* env = std::getenv("DTSIM_PREDICTOR_DIR"); env && *env) return env;
+  return DTSIM_SOURCE_PREDICTOR_DIR;
+}
+
+std::vector<std::string> pretrained_gpus() {
+  std::vector<std::string> gpus;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(pretrained_root(), ec))
+    if (e.is_directory() && fs::exists(e.path() / "manifest.json")) gpus.push_back(e.path().filename().string());
+  std::sort(gpus.begin(), gpus.end());
+  return gpus;
+}
+
+void write_predictors(const std::string& dir, const Json& manifest_base, const std::vector<Mlp>& mlps) {
+  fs::create_directories(dir);
+  Json manifest = manifest_base;
+  Json preds = Json::array();
+  std::string blob;
+  size_t offset = 0;
+  auto put = [&](float x) {
+    char b[sizeof x];
+    std::memcpy(b, &x, sizeof x);
+    blob.append(b, sizeof x);
+    ++offset;
+  };
+  for (const Mlp& m : mlps) {
+    Json p;
+    p["key"] = m.key;
+    p["features"] = m.feature_names;
+    p["feature_mean"] = std::vector<float>(m.feature_mean.data(), m.feature_mean.data() + m.feature_mean.size());
+    p["feature_std"] = std::vector<float>(m.feature_std.data(), m.feature_std.data() + m.feature_std.size());
+    if (m.max_roofline_fraction > 0) p["max_roofline_fraction"] = m.max_roofline_fraction;
+    if (m.feature_min.size()) {
+      p["feature_min"] = std::vector<float>(m.feature_min.data(), m.feature_min.data() + m.feature_min.size());
+      p["feature_max"] = std::vector<float>(m.feature_max.data(), m.feature_max.data() + m.feature_max.size());
+    }
+    p["target_mean"] = m.target_mean;
+    p["target_std"] = m.target_std;
+    std::vector<int> sizes = {static_cast<int>(m.feature_names.size())}, blocks;
+    for (const auto& w : m.weights) {
+      sizes.push_back(static_cast<int>(w.rows()));
+      blocks.push_back(diagonal_block_count(w));
+    }
+    p["layers"] = sizes;
+    // A packed ensemble's hidden layers are zero off their diagonal blocks: store the blocks only.
+    if (std::any_of(blocks.begin(), blocks.end(), [](int k) { return k > 1; })) p["weight_blocks"] = blocks;
+    p["weights_offset"] = offset;
+    p["heldout"] = m.heldout;
+    for (size_t l = 0; l < m.weights.size(); ++l) {
+      const Eigen::Index k = blocks[l], bo = m.weights[l].rows() / k, bi = m.weights[l].cols() / k;
+      for (Eigen::Index blk = 0; blk < k; ++blk)
+        for (Eigen::Index r = 0; r < bo; ++r)
+          for (Eigen::Index c = 0; c < bi; ++c) put(m.weights[l](blk * bo + r, blk * bi + c));
+      for (Eigen::Index r = 0; r < m.biases[l].size(); ++r) put(m.biases[l](r));
+    }
+    preds.push_back(std::move(p));
+  }
+  manifest["predictors"] = std::move(preds);
+  write_file_atomic(dir + "/weights.bin", blob);
+  write_file_atomic(dir + "/manifest.json", manifest.dump(1) + "\n");
+}
+
+}  // namespace dtsim::mlp

@@ -1,0 +1,122 @@
+#include "compute/impl/mlp/mlp_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "compute/impl/roofline/roofline_model.hpp"
+
+namespace dtsim::mlp {
+
+bool have_predictors() { return !pretrained_gpus().empty(); }
+
+// Closeness of two GPUs on the roofline's axes: peak FLOP/s per math mode and memory bandwidth.
+static double distance(const GpuSpec& a, const GpuSpec& b) {
+  double d = std::pow(std::log(a.memory_bandwidth_Bps / b.memory_bandwidth_Bps), 2);
+  for (int m = 0; m < kMathModes; ++m)  // a mode one of them lacks (V100's bf16) says nothing of closeness
+    if (a.peak_flops[m] > 0 && b.peak_flops[m] > 0) d += std::pow(std::log(a.peak_flops[m] / b.peak_flops[m]), 2);
+  return d;
+}
+
+// Whether convolutions and matmuls of a math mode run at a matrix-unit (tensor-core) rate on this GPU:
+// the mode's peak well above the plain FP32 rate (H100 TF32 494.7 against 66.9 TF/s; V100 has no TF32 and runs
+// "fp32" convolutions at its FP32 rate). A measured kernel's shortfall from the roofline carries to
+// another GPU only where the kernel runs on the same kind of unit on both: scaled from H100's TF32
+// tensor-core convolutions, resnet50's training step on one V100 came out 2.6 times slower than
+// NVIDIA publishes (kernels_mlp/README.md, "Another GPU"), so such kernels take the target's roofline.
+static bool matrix_rate(const GpuSpec& g, MathMode m) {
+  return g.peak_flops[static_cast<int>(m)] > 1.5 * g.peak_flops[static_cast<int>(MathMode::FP32)];
+}
+
+bool MlpComputeModel::carries(const Source& s, const KernelDesc& k) const {
+  if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm) return true;
+  return matrix_rate(s.gpu, k.math) == matrix_rate(target_, k.math);
+}
+
+MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
+  auto gpus = pretrained_gpus();
+  if (gpus.empty()) throw InputError("--compute-model", "no measured predictors under " + pretrained_root());
+  std::vector<std::pair<double, std::string>> by_distance;
+  for (const auto& g : gpus) by_distance.push_back({g == target_.name ? -1.0 : distance(load_gpu(g), target_), g});
+  std::sort(by_distance.begin(), by_distance.end());
+  for (const auto& [d, g] : by_distance) sources_.push_back({load_gpu(g), cached_predictors(pretrained_root() + "/" + g)});
+}
+
+bool MlpComputeModel::covers(const KernelDesc& k) const {
+  const std::string key = predictor_key(k);
+  for (const auto& s : sources_)
+    if (s.set->find(key) != nullptr && carries(s, k)) return true;
+  return false;
+}
+
+std::string MlpComputeModel::note() const {
+  const GpuSpec& first = sources_.front().gpu;
+  std::string n = first.name == target_.name && distance(first, target_) == 0
+                      ? "mlp predictors measured on " + first.name
+                      : "mlp predictors measured on " + first.name + ", scaled to " + target_.name + " by the ratio of their roofline times";
+  if (sources_.size() > 1) n += " (kernels without one there: the next closest measured GPU's, scaled alike)";
+  for (MathMode m : {MathMode::TF32, MathMode::BF16, MathMode::FP16}) {
+    if (matrix_rate(first, m) != matrix_rate(target_, m)) {
+      n += "; convolutions and matmuls that run on tensor cores on only one of " + first.name + " and " + target_.name +
+           " take the roofline";
+      break;
+    }
+  }
+  return n;
+}
+
+void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const {
+  out.resize(ks.size());
+  RooflineModel target_roof(target_);
+  for (size_t i = 0; i < ks.size(); ++i) out[i] = target_roof.time(ks[i]);
+  // Kernels still without a measured time, by index; each source predicts the ones it covers.
+  std::vector<size_t> open(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) open[i] = i;
+  std::vector<KernelDesc> batch;
+  std::vector<double> measured;
+  std::vector<bool> in_range;
+  size_t floored = 0;
+  // Measured ground first: a kernel outside the closest GPU's training range takes another measured
+  // GPU's predictor where it lies inside that one's range (scaled by the roofline ratio), before any
+  // predictor extrapolates (h200-sxm's large FP32 GEMMs from h100-sxm's, measured up to 1.1 TFLOP a
+  // call, rather than from its own, measured up to 0.26).
+  const size_t rounds = sources_.size() > 1 ? 2 : 1;  // in range only, then anywhere
+  for (size_t step = 0; step < rounds * sources_.size() && !open.empty(); ++step) {
+    const Source& src = sources_[step % sources_.size()];
+    const bool in_range_only = rounds == 2 && step < sources_.size();
+    batch.clear();
+    for (size_t i : open) batch.push_back(ks[i]);
+    src.set->predict(batch, measured, &in_range);
+    RooflineModel measured_roof(src.gpu);
+    const double fixed_diff_s = target_.kernel_overhead_s - src.gpu.kernel_overhead_s;
+    std::vector<size_t> still;
+    for (size_t j = 0; j < open.size(); ++j) {
+      if (std::isnan(measured[j]) || !carries(src, batch[j]) || (in_range_only && !in_range[j])) {
+        still.push_back(open[j]);
+        continue;
+      }
+      KernelTime& t = out[open[j]];
+      t.seconds = measured[j] * ((t.seconds - fixed_diff_s) / measured_roof.time(batch[j]).seconds) + fixed_diff_s;
+      t.source = TimeSource::Mlp;
+      t.in_range = in_range[j];
+      // Physics is a floor on every GPU. The predictors' features are clamped to their training range,
+      // so they do not run away beyond it; this catches what is left (a what-if scaling across GPUs
+      // whose binding resource differs, a predictor's error at the edge of the data), and is counted.
+      const double floor_s = physics_floor_s(batch[j], target_);
+      if (t.seconds < floor_s) {
+        t.seconds = floor_s;
+        ++floored;
+      }
+    }
+    open.swap(still);
+  }
+  floored_ += floored;
+}
+
+KernelTime MlpComputeModel::time(const KernelDesc& k) const {
+  std::vector<KernelTime> out;
+  times({k}, out);
+  return out[0];
+}
+
+}  // namespace dtsim::mlp

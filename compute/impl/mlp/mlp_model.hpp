@@ -1,0 +1,47 @@
+#pragma once
+// The measured compute model: a kernel's time is its predictor's time on the measured GPU, times
+// the ratio of the target's and the measured GPU's roofline times for that kernel (plus the
+// difference of their fixed per-kernel costs) — the identity on the measured GPU itself, the what-if
+// scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time, and
+// so do convolutions and matmuls that run on tensor cores on only one of the two GPUs.
+#include <atomic>
+#include <memory>
+
+#include "compute/impl/mlp/mlp.hpp"
+#include "compute/compute_model.hpp"
+
+namespace dtsim::mlp {
+
+bool have_predictors();
+
+class MlpComputeModel : public ComputeModel {
+ public:
+  // Each kernel takes the predictor of `target` if one is shipped for its key, else that of the
+  // closest measured GPU that has one (e.g. h200-sxm's convolutions from h100-sxm's predictors).
+  explicit MlpComputeModel(GpuSpec target);
+  std::string name() const override { return "mlp"; }
+  std::string note() const override;
+  KernelTime time(const KernelDesc& k) const override;
+  void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override;
+
+  // The closest measured GPU (the target itself when it has predictors).
+  const GpuSpec& measured_gpu() const { return sources_.front().gpu; }
+  // Whether a measured predictor (rather than the roofline) times this kernel.
+  bool covers(const KernelDesc& k) const;
+  // Kernels whose predicted time fell below physics_floor_s and was raised to it (tests and diagnosis:
+  // the predictors themselves should not go there).
+  size_t floored() const { return floored_; }
+
+ private:
+  struct Source {
+    GpuSpec gpu;
+    std::shared_ptr<const PredictorSet> set;
+  };
+  // Whether a source's measured time of k may be scaled to the target (same kind of math unit).
+  bool carries(const Source& s, const KernelDesc& k) const;
+  GpuSpec target_;
+  std::vector<Source> sources_;  // closest first
+  mutable std::atomic<size_t> floored_{0};
+};
+
+}  // namespace dtsim::mlp

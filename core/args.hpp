@@ -1,0 +1,17 @@
+#pragma once
+// Lists on the command line: "1,2,4,8", ranges "1..8" (every integer), "1..64:x2" (doubling) and
+// "8..64:+8" (every 8th),
+// sizes with binary suffixes "4K", "1M", "1G" (KiB, MiB, GiB). Errors name the flag.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t min, int64_t max);
+std::vector<std::string> split(const std::string& text, char sep);
+
+// Lists of positive reals: "0.5,1,2" and "0.25..4:x2" (a geometric range).
+std::vector<double> parse_real_list(const std::string& flag, const std::string& text, double min, double max);
+
+}  // namespace dtsim

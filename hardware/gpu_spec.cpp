@@ -1,0 +1,71 @@
+#include "hardware/gpu_spec.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/config_paths.hpp"
+
+namespace dtsim {
+
+GpuSpec parse_gpu(JsonObject o) {
+  GpuSpec g;
+  g.name = o.str("name");
+  o.str_or("description", "");
+  if (o.has("sources")) o.raw("sources");  // citations, free-form
+  JsonObject peak = o.object("peak_tflops");
+  // All four modes must be named; tf32, bf16 and fp16 may be null (the GPU has no such units).
+  constexpr int kFp32 = static_cast<int>(MathMode::FP32);
+  g.peak_flops[kFp32] = peak.positive(math_name(MathMode::FP32), 1e6) * 1e12;
+  g.native[kFp32] = true;
+  for (int m = 0; m < kMathModes; ++m) {
+    if (m == kFp32) continue;
+    const char* key = math_name(static_cast<MathMode>(m));
+    if (peak.has(key) && peak.raw(key).is_null()) {
+      g.native[m] = false;
+      g.peak_flops[m] = static_cast<MathMode>(m) == MathMode::TF32 ? g.peak_flops[kFp32] : 0.0;
+    } else {
+      g.native[m] = true;
+      g.peak_flops[m] = peak.positive(key, 1e6) * 1e12;
+    }
+  }
+  peak.reject_unknown();
+  g.memory_bandwidth_Bps = o.positive("memory_bandwidth_GBps", 1e6) * 1e9;
+  if (o.has("memory_GB"))
+    o.fail("memory_GB",
+           "renamed to memory_GiB: the capacity in GiB (2^30 bytes), as nvidia-smi counts it (an \"80 GB\" H100 has 80 GiB, "
+           "81559 MiB in nvidia-smi; the old key was read as 80e9 bytes)");
+  g.memory_bytes = o.positive("memory_GiB", 1e6) * 1073741824.0;
+  g.sm_count = static_cast<int>(o.integer("sm_count", 1, 100000));
+  JsonObject r = o.object("roofline");
+  g.compute_efficiency = r.number("compute_efficiency", 1e-3, 1.0);
+  g.memory_efficiency = r.number("memory_efficiency", 1e-3, 1.0);
+  g.kernel_overhead_s = r.number("kernel_overhead_s", 0.0, 1.0);
+  r.str_or("note", "");
+  r.reject_unknown();
+  if (o.has("basis")) {
+    g.basis = o.str("basis");
+    bool known = false;
+    std::string names;
+    for (const char* b : kGpuBases) {
+      known = known || g.basis == b;
+      names += std::string(names.empty() ? "" : ", ") + b;
+    }
+    if (!known) o.fail("basis", "must be one of " + names + ", got '" + g.basis + "'");
+  }
+  g.basis_note = o.str_or("basis_note", "");
+  o.reject_unknown();
+  return g;
+}
+
+GpuSpec load_gpu(const std::string& name_or_path) {
+  std::string path = name_or_path;
+  if (name_or_path.find('/') == std::string::npos) {
+    path = config_dir() + "/gpus/" + name_or_path + ".json";
+    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
+    if (!std::filesystem::exists(path, ec)) throw InputError("gpu", "unknown GPU '" + name_or_path + "' (no " + path + ")");
+  }
+  Json doc = load_json_file(path);
+  return parse_gpu(JsonObject(doc, path, "$"));
+}
+
+}  // namespace dtsim

@@ -1,0 +1,46 @@
+#pragma once
+// A GPU as the roofline sees it: peak arithmetic per math mode, memory bandwidth and capacity, plus
+// the fractions of those peaks that real cuDNN/cuBLAS kernels reach (modelling constants, in data).
+#include <array>
+#include <string>
+
+#include "core/json_util.hpp"
+#include "core/precision.hpp"
+
+namespace dtsim {
+
+// What a GPU preset's numbers rest on (configs/gpus/*.json "basis"; docs/cluster-format.md).
+//   datasheet            peaks, bandwidth, capacity and SMs from NVIDIA's documents; the roofline
+//                        attainment is not a measurement of this GPU (borrowed or assumed: its note says)
+//   datasheet+published  as datasheet, with the attainment from published microbenchmarks of this GPU
+//   datasheet+measured   as datasheet+published, and this project measured the GPU itself (kernel
+//                        predictors, validation runs)
+//   unstated             a GPU file or inline object that does not say (allowed outside configs/gpus)
+const char* const kGpuBases[] = {"datasheet", "datasheet+published", "datasheet+measured"};
+
+struct GpuSpec {
+  std::string name;
+  std::array<double, kMathModes> peak_flops{};  // FLOP/s, dense, indexed by MathMode; 0: no such math
+  // Whether the GPU has units for a math mode. A mode given as null in peak_tflops has none: TF32
+  // then runs at the FP32 rate (cuDNN/cuBLAS run TF32-permitted math in FP32 where there are no TF32
+  // units), BF16 and FP16 at no rate at all (peak 0: a kernel in that mode is an input error).
+  std::array<bool, kMathModes> native{};
+  double memory_bandwidth_Bps = 0;
+  double memory_bytes = 0;  // memory_GiB * 2^30
+  int sm_count = 0;
+  // Roofline attainment: the share of peak FLOP/s and of memory bandwidth a well-tuned kernel
+  // reaches, and a fixed per-kernel cost on the GPU (ramp-up, tail, launch gap).
+  double compute_efficiency = 1;
+  double memory_efficiency = 1;
+  double kernel_overhead_s = 0;
+  std::string basis = "unstated";  // one of kGpuBases, or "unstated"
+  std::string basis_note;
+
+  bool supports(MathMode m) const { return native[static_cast<int>(m)]; }
+};
+
+// A GPU object (inline in a cluster file) or a name resolved in configs/gpus/NAME.json.
+GpuSpec parse_gpu(JsonObject o);
+GpuSpec load_gpu(const std::string& name_or_path);
+
+}  // namespace dtsim

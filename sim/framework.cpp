@@ -1,0 +1,101 @@
+#include "sim/framework.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "core/output.hpp"
+#include "workload/model_json.hpp"
+
+namespace dtsim {
+namespace fs = std::filesystem;
+
+namespace {
+// An optional object of kernel key -> number; a key needs at least `min_slashes` '/' (kind/pass...),
+// a value lies in (lo, hi] when lo_open (a ratio), in [lo, hi] otherwise (a cost).
+std::map<std::string, double> key_table(JsonObject& o, const std::string& field, long min_slashes,
+                                        const std::string& key_rule, const std::string& value_what, double lo,
+                                        bool lo_open, double hi, const std::string& value_rule) {
+  std::map<std::string, double> table;
+  if (!o.has(field)) return table;
+  const Json& k = o.raw(field);
+  if (!k.is_object()) o.fail(field, "must be an object of kernel key -> " + value_what);
+  for (const auto& [key, v] : k.items()) {
+    const std::string path = field + "." + key;
+    if (std::count(key.begin(), key.end(), '/') < min_slashes) o.fail(path, "must be " + key_rule);
+    const double x = v.is_number() ? v.get<double>() : -1;
+    const bool low_ok = lo_open ? x > lo : x >= lo;
+    if (!v.is_number() || !low_ok || !(x <= hi)) o.fail(path, value_rule);
+    table[key] = x;
+  }
+  return table;
+}
+}  // namespace
+
+FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
+  JsonObject o(doc, what, "$");
+  FrameworkProfile f;
+  f.file = what;
+  f.name = o.str("name");
+  f.launch_overhead_s = o.number("launch_overhead_s", 0.0, 1.0);
+  f.iteration_overhead_s = o.number("iteration_overhead_s", 0.0, 10.0);
+  o.str_or("description", "");
+  f.kernel_time_factors = key_table(o, "kernel_time_factors", 2, "a predictor key kind/pass/math[/variant]", "time ratio",
+                                    0, true, 100, "must be a number in (0, 100]");
+  f.host_cost_s = key_table(o, "host_cost_s", 1, "a kernel key kind/pass[/math[/variant]]", "seconds", 0, false, 1,
+                            "must be a number of seconds in [0, 1]");
+  f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
+  if (o.has("sources")) {
+    const Json& s = o.raw("sources");
+    if (!s.is_object()) o.fail("sources", "must be an object");
+  }
+  if (o.has("fit")) {
+    const Json& s = o.raw("fit");
+    if (!s.is_object()) o.fail("fit", "must be an object");
+  }
+  o.reject_unknown();
+  return f;
+}
+
+std::vector<std::string> framework_presets() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(config_dir() + "/frameworks", ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+FrameworkProfile load_framework(const std::string& name_or_path) {
+  std::string path = name_or_path;
+  if (path.find('/') == std::string::npos && (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)) {
+    path = config_dir() + "/frameworks/" + name_or_path + ".json";
+    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
+    if (!fs::exists(path, ec)) {
+      std::string known;
+      for (const auto& n : framework_presets()) known += (known.empty() ? "" : ", ") + n;
+      throw InputError("--framework", "unknown framework profile '" + name_or_path + "' (known: " + known + ")");
+    }
+  }
+  return parse_framework(load_json_file(path), path);
+}
+
+ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f) {
+  c.framework.name = f.name;
+  c.framework.launch_overhead_s = f.launch_overhead_s;
+  c.framework.iteration_overhead_s = f.iteration_overhead_s;
+  c.framework.kernel_time_factors = f.kernel_time_factors;
+  c.framework.host_cost_s = f.host_cost_s;
+  c.framework.ddp_gradient_copy = f.ddp_gradient_copy;
+  return c;
+}
+
+void set_bucket_mb(ClusterSpec& c, double mb, const std::string& where) {
+  if (!(mb > 0) || mb > kMaxBucketMb)
+    throw InputError(where, "must be greater than 0 and at most " + fmt_sig(kMaxBucketMb, 7) + " (MiB), got " + fmt_sig(mb, 6));
+  // As the cluster files' framework.bucket_MiB is read (network/cluster.cpp).
+  c.framework.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(mb * 1048576.0));
+}
+
+}  // namespace dtsim

@@ -1,0 +1,276 @@
+#include "sim/memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#include "core/output.hpp"
+#include "workload/model_json.hpp"
+
+namespace dtsim {
+
+MemorySpec parse_memory_spec(const Json& doc, const std::string& what) {
+  JsonObject o(doc, what, "$");
+  MemorySpec m;
+  o.str("name");
+  o.str_or("description", "");
+  if (o.has("sources")) o.raw("sources");
+  m.optimizer_state_bytes_per_param = o.number("optimizer_state_bytes_per_param", 0, 64);
+  m.gradient_bucket_copy = o.boolean_or("gradient_bucket_copy", true);
+  m.conv_workspace_operand_factor = o.number("conv_workspace_operand_factor", 0, 100);
+  m.conv_workspace_max_bytes = o.number("conv_workspace_max_MiB", 0, 1 << 20) * 1048576.0;
+  m.nccl_buffer_bytes = static_cast<double>(o.integer("nccl_channels", 0, 1024)) * o.number("nccl_buffer_MiB_per_channel", 0, 1 << 20) * 1048576.0;
+  m.cuda_context_bytes = o.number("cuda_context_MiB", 0, 1 << 20) * 1048576.0;
+  m.allocator_reserve_fraction = o.number("allocator_reserve_fraction", 0, 1);
+  m.ddp_buckets_on_one_gpu = o.boolean_or("ddp_buckets_on_one_gpu", true);
+  m.optimizer_step_temp_bytes_per_param = o.number_or("optimizer_step_temp_bytes_per_param", 0, 0, 64);
+  m.library_workspace_bytes = o.number_or("library_workspace_MiB", 0, 0, 1 << 20) * 1048576.0;
+  m.input_batches_held = o.number_or("input_batches_held", 1, 0, 1 << 20);
+  o.reject_unknown();
+  return m;
+}
+
+const MemorySpec& default_memory_spec() {
+  static const MemorySpec spec = [] {
+    std::string path = config_dir() + "/memory/pytorch.json";
+    return parse_memory_spec(load_json_file(path), path);
+  }();
+  return spec;
+}
+
+namespace {
+
+bool is_16bit(Precision p) { return p == Precision::BF16 || p == Precision::FP16; }
+
+// Activations whose backward needs the result rather than the input (PyTorch's derivatives.yaml:
+// threshold_backward(grad, result) for an in-place ReLU, sigmoid_backward and tanh_backward take the
+// output). ReLU6 is hardtanh, whose backward takes the input: in place (hardtanh_), autograd saves a
+// copy of the input before overwriting it (measured: mobilenet_v2 b32 keeps its ReLU6 outputs' size
+// once more, 805 MB against 782 MB counted, validation/data/h100-sxm/memory_phases.txt).
+bool saves_output(const std::string& act) { return act == "relu" || act == "sigmoid" || act == "tanh"; }
+// torchvision builds ReLU and ReLU6 with inplace=True: the result overwrites its input.
+bool in_place(const std::string& act) { return act == "relu" || act == "relu6"; }
+
+}  // namespace
+
+// The tensors autograd saves, and when the backward pass lets each go: a saved tensor is freed once
+// the backward of the earliest layer (in forward order) that saved it has run. freed_at[i] holds the
+// bytes freed after layer i's backward; input_bytes is the model input's FP32 batch, which the
+// training loop holds all step long (and autocast's conv/linear read through a 16-bit cast copy).
+struct SavedTensors {
+  std::vector<double> freed_at;
+  double input_bytes = 0;
+  double total = 0;  // including the input batch
+};
+
+static SavedTensors saved_tensors(const Graph& g, int64_t batch, Precision p) {
+  const int L = static_cast<int>(g.layers.size());
+  const double n = static_cast<double>(batch);
+  const double ab = is_16bit(p) ? 2 : 4;
+  // storage[i]: which allocation layer i's output lives in (index L is the model input).
+  std::vector<int> storage(L + 1);
+  std::vector<double> storage_bytes(L + 1, 0.0);
+  std::vector<int> first_saver(L + 1, -1);  // earliest layer that saves the storage; -1: none
+  SavedTensors st;
+  st.freed_at.assign(L, 0.0);
+  storage[L] = L;
+  storage_bytes[L] = n * g.input.elements() * 4;  // the FP32 batch the data loader put on the GPU
+  st.input_bytes = storage_bytes[L];
+  auto store_of = [&](int input) { return input < 0 ? L : storage[input]; };
+  auto save = [&](int s, int layer) {
+    if (first_saver[s] < 0 || layer < first_saver[s]) first_saver[s] = layer;
+  };
+
+  for (int i = 0; i < L; ++i) {
+    const Layer& l = g.layers[i];
+    const int in0 = l.inputs.empty() ? -1 : l.inputs[0];
+    const double in_el = n * (l.in.empty() ? 0 : l.in[0].elements());
+    const double out_el = n * l.out.elements();
+    storage[i] = i;
+    storage_bytes[i] = out_el * ab;
+    bool alias = false;
+    switch (l.op) {
+      case Op::Flatten:
+        alias = true;
+        break;
+      case Op::Activation:
+        alias = in_place(l.activation) && in0 >= 0 && g.layers[in0].consumers == 1;
+        break;
+      default:
+        break;
+    }
+    if (alias) {
+      storage[i] = store_of(in0);
+      storage_bytes[i] = 0;
+    }
+    double& extra = st.freed_at[i];  // saved tensors that are not layer outputs: masks, indices, statistics, casts
+    switch (l.op) {
+      case Op::Conv2d:
+      case Op::Linear:
+        // Autocast casts the FP32 model input to 16 bits; the cast copy is what backward keeps.
+        if (in0 < 0 && is_16bit(p)) extra += in_el * 2;
+        else save(store_of(in0), i);
+        break;
+      case Op::BatchNorm2d:
+        save(store_of(in0), i);
+        extra += 2.0 * l.in[0].c * 4;  // save_mean, save_invstd
+        break;
+      case Op::Activation:
+        if (saves_output(l.activation)) save(storage[i], i);
+        else if (alias) extra += out_el * ab;  // in place, backward needs the input: a saved copy
+        else save(store_of(in0), i);
+        break;
+      case Op::MaxPool2d:
+        save(store_of(in0), i);
+        extra += out_el * 8;  // int64 argmax indices
+        break;
+      case Op::Dropout:
+        extra += in_el * 1;  // bool mask
+        break;
+      case Op::SoftmaxCrossEntropy:
+        storage_bytes[i] = 0;  // a scalar loss
+        extra += in_el * 4;    // log-softmax, FP32 under autocast too
+        break;
+      case Op::AvgPool2d:
+      case Op::AdaptiveAvgPool2d:
+      case Op::Add:
+      case Op::Concat:
+      case Op::Flatten:
+        break;  // backward needs only shapes
+      default:
+        // Operators this count does not know in detail keep their inputs, the safe guess.
+        for (int in : l.inputs) save(store_of(in), i);
+        break;
+    }
+  }
+  for (int i = 0; i < L; ++i) st.total += st.freed_at[i];
+  for (int s = 0; s < L; ++s)
+    if (first_saver[s] >= 0) {
+      st.freed_at[first_saver[s]] += storage_bytes[s];
+      st.total += storage_bytes[s];
+    }
+  if (first_saver[L] >= 0) st.total += storage_bytes[L];
+  return st;
+}
+
+double saved_activation_bytes(const Graph& g, int64_t batch, Precision p) { return saved_tensors(g, batch, p).total; }
+
+MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu, const MemorySpec& spec,
+                     double input_batches_held) {
+  MemoryFit m;
+  const int L = static_cast<int>(g.layers.size());
+  const double n = static_cast<double>(batch);
+  const double ab = is_16bit(p) ? 2 : 4;
+  const double params = static_cast<double>(g.params());
+  if (input_batches_held < 0) input_batches_held = spec.input_batches_held;
+  m.weights_bytes = params * 4;
+  m.gradients_bytes = params * 4;
+  m.optimizer_bytes = params * spec.optimizer_state_bytes_per_param;
+  const SavedTensors st = saved_tensors(g, batch, p);
+  m.activations_bytes = st.total - st.input_bytes;  // the batch itself is counted as input data
+  // Input data: FP32 samples and int64 labels, for every batch the training loop keeps on the GPU.
+  m.input_bytes = input_batches_held * (st.input_bytes + n * 8);
+  m.library_bytes = spec.library_workspace_bytes;
+  if (gpus > 1 || spec.ddp_buckets_on_one_gpu) m.buckets_bytes = spec.gradient_bucket_copy ? params * 4 : 0;
+  if (gpus > 1) m.nccl_bytes = spec.nccl_buffer_bytes;
+  // Held all step long (grads are not: zero_grad(set_to_none=True) frees them before the forward).
+  const double base = m.weights_bytes + m.optimizer_bytes + m.buckets_bytes + m.input_bytes + m.library_bytes;
+
+  // Optimizer step: all gradients, plus foreach SGD's temporaries (weight decay: grads + wd * params
+  // into a new list).
+  m.step_temp_bytes = params * spec.optimizer_step_temp_bytes_per_param;
+  m.step_peak_bytes = base + m.gradients_bytes + m.step_temp_bytes;
+
+  // Forward and backward: every saved tensor is alive at the end of the forward pass; the backward
+  // pass walks the layers in reverse, creating FP32 parameter gradients and freeing saved tensors
+  // (and autocast's 16-bit weight copies) as it goes. At layer i it also holds the gradient flowing
+  // in and the one it produces, and a convolution's cuDNN workspace.
+  double live_saved = 0, copies = 0;
+  for (int i = 0; i < L; ++i) {
+    live_saved += st.freed_at[i];
+    const Layer& l = g.layers[i];
+    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies += static_cast<double>(l.params()) * 2;
+  }
+  m.weight_copies_bytes = copies;
+  double grads = 0, peak = 0, largest_flow = 0, largest_ws = 0;
+  for (int i = L - 1; i >= 0; --i) {
+    const Layer& l = g.layers[i];
+    const double lp = static_cast<double>(l.params());
+    grads += lp * 4;
+    double in_el = 0;
+    for (const Shape& s : l.in) in_el += s.elements();
+    const double flow = n * (l.out.elements() + in_el) * ab + (is_16bit(p) ? lp * 2 : 0);
+    double ws = 0;
+    if (l.op == Op::Conv2d) {
+      double operands = n * (l.in[0].elements() + l.out.elements()) * ab + lp * ab;
+      ws = std::min(operands * spec.conv_workspace_operand_factor, spec.conv_workspace_max_bytes);
+    }
+    const double live = grads + live_saved + copies + flow + ws;
+    if (live > peak) {
+      peak = live;
+      largest_flow = flow;
+      largest_ws = ws;
+    }
+    live_saved -= st.freed_at[i];
+    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies -= lp * 2;
+  }
+  m.transient_bytes = largest_flow;
+  m.workspace_bytes = largest_ws;
+  m.backward_peak_bytes = base + peak;
+  m.peak_phase = m.backward_peak_bytes >= m.step_peak_bytes ? "backward" : "optimizer step";
+  m.allocated_peak_bytes = std::max(m.backward_peak_bytes, m.step_peak_bytes);
+  m.reserve_bytes = m.allocated_peak_bytes * spec.allocator_reserve_fraction;
+  m.context_bytes = spec.cuda_context_bytes;
+  m.device_bytes = m.allocated_peak_bytes + m.reserve_bytes + m.nccl_bytes + m.context_bytes;
+  m.capacity_bytes = gpu.memory_bytes;
+  m.fits = m.device_bytes <= m.capacity_bytes;
+  const std::pair<double, const char*> parts[] = {
+      {m.weights_bytes + m.weight_copies_bytes, "parameters"}, {m.gradients_bytes, "gradients"}, {m.optimizer_bytes, "optimizer state"},
+      {m.activations_bytes, "activations"},  {m.transient_bytes, "backward transient"},        {m.workspace_bytes, "workspace"},
+      {m.buckets_bytes + m.nccl_bytes, "communication buffers"}, {m.context_bytes, "CUDA context"}, {m.input_bytes, "input data"}};
+  m.largest_part = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) { return a.first < b.first; })->second;
+  return m;
+}
+
+Json memory_json(const MemoryFit& m) {
+  return Json{{"weights_bytes", m.weights_bytes},
+              {"weight_copies_bytes", m.weight_copies_bytes},
+              {"gradients_bytes", m.gradients_bytes},
+              {"optimizer_state_bytes", m.optimizer_bytes},
+              {"activations_bytes", m.activations_bytes},
+              {"backward_transient_bytes", m.transient_bytes},
+              {"workspace_bytes", m.workspace_bytes},
+              {"ddp_buckets_bytes", m.buckets_bytes},
+              {"input_data_bytes", m.input_bytes},
+              {"library_workspace_bytes", m.library_bytes},
+              {"optimizer_step_temp_bytes", m.step_temp_bytes},
+              {"backward_peak_bytes", m.backward_peak_bytes},
+              {"optimizer_step_peak_bytes", m.step_peak_bytes},
+              {"peak_phase", m.peak_phase},
+              {"nccl_buffers_bytes", m.nccl_bytes},
+              {"cuda_context_bytes", m.context_bytes},
+              {"allocator_reserve_bytes", m.reserve_bytes},
+              {"allocated_peak_bytes", m.allocated_peak_bytes},
+              {"device_bytes", m.device_bytes},
+              {"gpu_memory_bytes", m.capacity_bytes},
+              {"fits", m.fits},
+              {"largest_part", m.largest_part}};
+}
+
+static std::string gb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GB", bytes / 1e9);
+  return b;
+}
+
+std::string memory_summary(const MemoryFit& m) {
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%.0f%%", 100 * m.device_bytes / m.capacity_bytes);
+  if (m.fits) return gb(m.device_bytes) + " of " + gb(m.capacity_bytes) + " per GPU (" + pct + "), fits";
+  double part = m.largest_part == "activations" ? m.activations_bytes : 0;
+  return gb(m.device_bytes) + " of " + gb(m.capacity_bytes) + " per GPU (" + pct + "): does NOT fit" +
+         (part > 0 ? " (activations " + gb(part) + "; a smaller batch per GPU would)" : " (largest part: " + m.largest_part + ")");
+}
+
+}  // namespace dtsim

@@ -1,0 +1,290 @@
+#include "sim/predict.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "sim/strategies/data_parallel.hpp"
+
+namespace dtsim {
+
+static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k, const ClusterSpec& c, const TrainingConfig& cfg,
+                                      const ComputeModel& compute, const CollectiveAlgorithm& algo, const Placement& place) {
+  const ScheduleOptions opt = schedule_options(c.framework, cfg.overlap.value_or(c.framework.overlap), cfg.record_kernels);
+  auto allreduce = [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, place, c); };
+  return simulate_iteration(g, k, compute, allreduce, opt);
+}
+
+// A strategy parameter given to a strategy that does not read it is a mistake worth naming.
+static void check_strategy_params(const std::string& strategy, const StrategyParams& sp) {
+  const bool easgd = strategy == "easgd-sync" || strategy == "easgd-async" || strategy == "measgd-async" || strategy == "hogwild-easgd";
+  const std::pair<bool, std::pair<const char*, bool>> uses[] = {
+      {sp.global_skip != 0, {"--global-skip", strategy == "daso"}}, {sp.batches_to_wait != -1, {"--batches-to-wait", strategy == "daso"}},
+      {sp.tau != 0, {"--tau", easgd || strategy == "local-sgd"}},                              {sp.servers != 0, {"--servers", strategy == "ps"}},
+      {sp.pr != 0, {"--pr", strategy == "grid"}},                   {sp.pc != 0, {"--pc", strategy == "grid"}},
+      {sp.domain, {"--domain", strategy == "grid"}}};
+  for (const auto& [given, flag] : uses)
+    if (given && !flag.second) throw InputError(flag.first, "does not apply to --strategy " + strategy);
+}
+
+namespace {
+
+// The compute model as the cluster's framework sees it: kernels the framework implements itself run
+// their measured time ratio longer (FrameworkSpec::kernel_time_factors).
+class FrameworkKernels : public ComputeModel {
+ public:
+  FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw) : inner_(std::move(inner)), fw_(fw) {}
+  std::string name() const override { return inner_->name(); }
+  std::string note() const override {
+    return inner_->note() + "; " + fw_.name + "'s own kernels: " + std::to_string(fw_.kernel_time_factors.size()) + " kinds scaled by measured ratios";
+  }
+  KernelTime time(const KernelDesc& k) const override {
+    KernelTime t = inner_->time(k);
+    t.seconds *= factor(k);
+    return t;
+  }
+  void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override {
+    inner_->times(ks, out);
+    for (size_t i = 0; i < ks.size(); ++i) out[i].seconds *= factor(ks[i]);
+  }
+
+ private:
+  // The most specific key first (sim/schedule.hpp): an elementwise kernel's variant and a pooling
+  // window have keys of their own, as PyTorch runs its own kernels for them.
+  double factor(const KernelDesc& k) const { return framework_table_value(k, fw_.kernel_time_factors, 1.0); }
+  std::unique_ptr<ComputeModel> inner_;
+  FrameworkSpec fw_;
+};
+
+}  // namespace
+
+std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c) {
+  auto m = make_compute_model(name, c.gpu);
+  if (c.framework.kernel_time_factors.empty()) return m;
+  return std::make_unique<FrameworkKernels>(std::move(m), c.framework);
+}
+
+IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch) {
+  auto compute = cluster_compute_model(cfg.compute_model, c);
+  auto algo = make_collective_algorithm(cfg.algo);
+  TrainingConfig one = cfg;
+  one.record_kernels = false;
+  return run_schedule(g, lower_iteration(g, batch, cfg.precision), c, one, *compute, *algo, place(c, 1));
+}
+
+const char* resource_name(Resource r) {
+  switch (r) {
+    case Resource::Compute: return "compute";
+    case Resource::Memory: return "memory";
+    case Resource::Communication: return "communication";
+    case Resource::Host: return "host";
+  }
+  return "?";
+}
+
+WhatIf improved(Resource r) {
+  WhatIf w;
+  switch (r) {
+    case Resource::Compute: w.flops_scale = 2; break;
+    case Resource::Memory: w.memory_bandwidth_scale = 2; break;
+    case Resource::Communication:
+      w.intra_node_bandwidth_scale = 2;
+      w.inter_node_bandwidth_scale = 2;
+      w.latency_scale = 0.5;
+      break;
+    case Resource::Host: w.launch_overhead_scale = 0.5; break;
+  }
+  return w;
+}
+
+std::string bottleneck_rule(const double parts[4], double iteration_s, const std::function<double(Resource)>& gain_s) {
+  // Largest part first; ties keep the order compute, memory, communication, host.
+  int order[4] = {0, 1, 2, 3};
+  std::stable_sort(std::begin(order), std::end(order), [&](int a, int b) { return parts[a] > parts[b]; });
+  double gains[4] = {0, 0, 0, 0};
+  bool asked[4] = {false, false, false, false};
+  for (int i : order) {
+    if (!(parts[i] > 0)) continue;
+    gains[i] = gain_s(static_cast<Resource>(i));
+    asked[i] = true;
+    if (gains[i] >= kBottleneckGain * iteration_s) return resource_name(static_cast<Resource>(i));
+  }
+  // No improvement buys that much: the one that buys most (the largest part if none buys anything).
+  int best = order[0];
+  for (int i : order)
+    if (asked[i] && gains[i] > gains[best]) best = i;
+  return resource_name(static_cast<Resource>(best));
+}
+
+namespace {
+
+// One training step of the configuration on a cluster: predict's own step and the same step on the
+// cluster with one resource improved, for the bottleneck and the limiting link.
+class Stepper {
+ public:
+  Stepper(const Graph& g, const IterationKernels& kernels, const TrainingConfig& cfg, const CollectiveAlgorithm& algo, const Strategy& strategy,
+          const Placement& where)
+      : g_(g), kernels_(kernels), cfg_(cfg), algo_(algo), strategy_(strategy), where_(where) {}
+
+  bool dp() const { return strategy_.name() == "dp"; }
+
+  // DDP's step (the dp strategy's, and what the others' shares are read from when they replay none).
+  IterationTimeline dp_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
+    TrainingConfig run = cfg_;
+    run.record_kernels = record;
+    return run_schedule(g_, kernels_, c, run, compute, algo_, where_);
+  }
+
+  StrategyOutcome strategy_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
+    const bool overlap = cfg_.overlap.value_or(c.framework.overlap);
+    auto simulate = [&](const std::function<double(double)>& bucket_s) {
+      return simulate_iteration(g_, kernels_, compute, bucket_s, schedule_options(c.framework, overlap, record));
+    };
+    TrainingConfig quiet = cfg_;
+    quiet.record_kernels = false;
+    auto single = [&](int64_t batch) {
+      if (batch == cfg_.batch_per_gpu) return run_schedule(g_, kernels_, c, quiet, compute, algo_, place(c, 1));
+      return run_schedule(g_, lower_iteration(g_, batch, cfg_.precision), c, quiet, compute, algo_, place(c, 1));
+    };
+    StrategyContext ctx{g_, c, where_, cfg_.batch_per_gpu, cfg_.precision, compute, algo_, cfg_.strategy_params, simulate, single};
+    return strategy_.predict(ctx);
+  }
+
+  // The step's time and its communication per step on cluster c.
+  std::pair<double, double> step(const ClusterSpec& c, const ComputeModel& compute) const {
+    if (dp()) {
+      const IterationTimeline t = dp_step(c, compute, false);
+      return {t.iteration_s, t.comm_s};
+    }
+    const StrategyOutcome o = strategy_step(c, compute, false);
+    return {o.step_s, o.comm_s};
+  }
+
+  // Communication per step on cluster c; dp's is its buckets' all-reduces, whatever the schedule.
+  double comm_s(const ClusterSpec& c, const ComputeModel& compute, const std::vector<GradientBucket>& buckets) const {
+    if (!dp()) return step(c, compute).second;
+    double s = 0;
+    for (const auto& b : buckets) s += algo_.time_s(CollectiveOp::AllReduce, static_cast<double>(b.bytes), where_, c);
+    return s;
+  }
+
+ private:
+  const Graph& g_;
+  const IterationKernels& kernels_;
+  const TrainingConfig& cfg_;
+  const CollectiveAlgorithm& algo_;
+  const Strategy& strategy_;
+  const Placement& where_;
+};
+
+// What limits the communication, by what a 2x better link or latency changes (Prediction::comm_bottleneck).
+std::string limiting_link(const ClusterSpec& c, double comm_s, const std::function<double(const ClusterSpec&)>& comm_on) {
+  // Communication that no what-if changes comes out bit for bit the same; anything else counts.
+  const double noise = 1e-9 * comm_s;
+  WhatIf intra, inter, latency;
+  intra.intra_node_bandwidth_scale = 2;
+  inter.inter_node_bandwidth_scale = 2;
+  latency.latency_scale = 0.5;
+  const double gain_intra = comm_s - comm_on(apply_what_if(c, intra));
+  const double gain_inter = comm_s - comm_on(apply_what_if(c, inter));
+  if (gain_inter > noise && gain_inter > gain_intra) return "inter-node network";
+  if (gain_intra > noise) return "intra-node " + c.intra.kind;
+  if (comm_s - comm_on(apply_what_if(c, latency)) > noise) return "per-step latency";
+  return "collective library's own limits";
+}
+
+}  // namespace
+
+Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg) {
+  if (cfg.batch_per_gpu < 1 || cfg.batch_per_gpu > kMaxBatchPerGpu)
+    throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(cfg.batch_per_gpu));
+  const Placement where = place(c, cfg.gpus);
+  // One model for the step and its 1-GPU baseline, which share their kernels: priced once.
+  std::shared_ptr<const ComputeModel> compute = cfg.compute;
+  if (!compute) compute = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, c), 4);
+  auto algo = make_collective_algorithm(cfg.algo);
+  auto strategy = make_strategy(cfg.strategy);
+  check_strategy_params(strategy->name(), cfg.strategy_params);
+  const IterationKernels kernels = lower_iteration(g, cfg.batch_per_gpu, cfg.precision);
+  const Stepper stepper(g, kernels, cfg, *algo, *strategy, where);
+
+  Prediction p;
+  p.model = g.name;
+  p.cluster = c.name;
+  p.gpu = c.gpu.name;
+  p.precision = precision_name(cfg.precision);
+  p.algo = algo->name();
+  p.compute_model = compute->name();
+  p.compute_note = compute->note();
+  p.gpus = where.gpus;
+  p.nodes = where.nodes;
+  p.batch_per_gpu = cfg.batch_per_gpu;
+  p.overlap = cfg.overlap.value_or(c.framework.overlap);
+  p.timeline = stepper.dp_step(c, *compute, cfg.record_kernels);
+  const IterationTimeline& t = p.timeline;
+  p.iteration_s = t.iteration_s;
+  p.throughput_samples_per_s = static_cast<double>(cfg.batch_per_gpu) * where.gpus / t.iteration_s;
+  p.compute_s = t.compute_s;
+  p.comm_s = t.comm_s;
+  p.exposed_comm_s = t.exposed_comm_s;
+  p.host_idle_s = t.host_idle_s;
+  p.optimizer_s = t.optimizer_s;
+  for (const auto& l : t.layers) p.grad_bytes += l.grad_bytes;
+  for (const auto& l : g.layers) p.layer_names.push_back(l.name);
+
+  if (where.gpus == 1) {
+    p.single_gpu_iteration_s = t.iteration_s;
+  } else {
+    TrainingConfig one = cfg;
+    one.record_kernels = false;
+    p.single_gpu_iteration_s = run_schedule(g, kernels, c, one, *compute, *algo, place(c, 1)).iteration_s;
+  }
+
+  // The training strategy: `dp` is the step above; the others price their own step.
+  if (stepper.dp()) {
+    p.strategy = outcome_from_timeline("dp", strategy->trade_off(), p.timeline);
+    p.strategy.has_timeline = false;  // the same as p.timeline
+    p.strategy.timeline = {};
+  } else {
+    p.strategy = stepper.strategy_step(c, *compute, cfg.record_kernels);
+    const StrategyOutcome& o = p.strategy;
+    if (o.has_timeline) {
+      p.timeline = o.timeline;
+      p.host_idle_s = o.timeline.host_idle_s;
+      p.optimizer_s = o.timeline.optimizer_s;
+      p.strategy.timeline = {};  // kept once, in p.timeline
+    } else {
+      // No replayed step: the host-bound remainder is what compute and waiting do not explain.
+      p.host_idle_s = std::max(0.0, o.step_s - o.compute_s - o.exposed_comm_s);
+    }
+    p.iteration_s = o.step_s;
+    p.compute_s = o.compute_s;
+    p.comm_s = o.comm_s;
+    p.exposed_comm_s = o.exposed_comm_s;
+    p.throughput_samples_per_s = static_cast<double>(cfg.batch_per_gpu) * where.gpus / o.step_s;
+  }
+  p.scaling_efficiency = p.single_gpu_iteration_s / p.iteration_s;
+
+  // What limits the communication: the link whose bandwidth, doubled, shortens it.
+  if (where.gpus <= 1) {
+    p.comm_bottleneck = "none";
+  } else {
+    const std::vector<GradientBucket> buckets = p.timeline.buckets;
+    p.comm_bottleneck = limiting_link(c, p.comm_s, [&](const ClusterSpec& better) { return stepper.comm_s(better, *compute, buckets); });
+  }
+
+  // The bottleneck: the largest part of the iteration whose resource, improved 2x, shortens it.
+  const double parts[4] = {p.timeline.compute_bound_s, p.timeline.memory_bound_s, p.exposed_comm_s, p.host_idle_s};
+  auto gain_s = [&](Resource r) {
+    const ClusterSpec better = apply_what_if(c, improved(r));
+    std::shared_ptr<const ComputeModel> m = compute;  // kernel times change with the GPU only
+    if (r == Resource::Compute || r == Resource::Memory) {
+      m = r == Resource::Compute ? cfg.compute_2x_flops : cfg.compute_2x_memory;
+      if (!m) m = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, better), 4);
+    }
+    return p.iteration_s - stepper.step(better, *m).first;
+  };
+  p.bottleneck = bottleneck_rule(parts, p.iteration_s, gain_s);
+  return p;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,99 @@
+#pragma once
+// The iteration schedule (docs/design.md §3, Iteration model): one host thread issuing kernels to a
+// compute stream, gradient buckets all-reduced on a communication stream as they fill, then the
+// optimizer.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string>
+#include <vector>
+
+#include "workload/graph.hpp"
+#include "workload/kernels.hpp"
+#include "network/cluster.hpp"
+#include "compute/compute_model.hpp"
+
+namespace dtsim {
+
+struct GradientBucket {
+  int64_t bytes = 0;
+  int tensors = 0;
+  double ready_s = 0;  // every gradient in it computed
+  double start_s = 0;  // all-reduce begins
+  double end_s = 0;
+};
+
+struct LayerTimes {
+  double fwd_s = 0;
+  double bwd_s = 0;
+  int64_t grad_bytes = 0;
+};
+
+struct KernelSpan {
+  int layer;
+  KernelKind kind;
+  Pass pass;
+  double issue_s, start_s, end_s;
+  double host_s = 0;  // host time spent issuing it (ends at issue_s)
+};
+
+// GPU time per kernel kind by what priced it (compute/compute_model.hpp TimeSource), and the part of
+// the measured predictors' time that lay outside their training range.
+struct KindPricing {
+  double mlp_s = 0, roofline_s = 0, extrapolated_s = 0;
+};
+
+struct IterationTimeline {
+  double iteration_s = 0;
+  double compute_s = 0;               // GPU busy with kernels
+  double compute_bound_s = 0;         // of which limited by arithmetic
+  double memory_bound_s = 0;          // of which limited by memory bandwidth
+  double comm_s = 0;                  // all-reduce time, overlapped or not
+  double exposed_comm_s = 0;          // the compute stream waiting for the last all-reduce
+  double host_idle_s = 0;             // the GPU waiting for the host to issue work
+  double optimizer_s = 0;
+  double forward_end_s = 0, backward_end_s = 0;
+  std::vector<LayerTimes> layers;     // per graph layer
+  std::vector<GradientBucket> buckets;
+  std::vector<KernelSpan> kernels;    // filled when asked for
+  std::array<KindPricing, kKernelKinds> pricing{};  // by KernelKind
+  double extrapolated_s = 0;          // GPU time priced by predictors outside their training range
+};
+
+struct ScheduleOptions {
+  bool overlap = true;
+  int64_t first_bucket_bytes = 1 << 20;
+  int64_t bucket_bytes = 25 << 20;
+  double launch_overhead_s = 0;  // host time per kernel, where host_cost_s has no entry
+  // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_kernel_key); may be null.
+  const std::map<std::string, double>* host_cost_s = nullptr;
+  double iteration_overhead_s = 0;
+  bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
+  int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
+  bool record_kernels = false;
+};
+
+// The schedule's options as a framework runs it: its buckets, host costs and DDP's gradient copy.
+ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels);
+
+// A kernel's most specific key in a framework profile's tables (host_cost_s, kernel_time_factors):
+// "conv2d/fwd/bf16", "activation/bwd/fp32/relu", "eltwise/fwd/fp32/bias_add", "pool/bwd/bf16/max/k2s2p0".
+std::string framework_kernel_key(const KernelDesc& k);
+// The entry of `table` for framework_kernel_key(k), trailing parts dropped until one matches (down to
+// kind/pass), else fallback.
+double framework_table_value(const KernelDesc& k, const std::map<std::string, double>& table, double fallback);
+// A framework's host time to issue kernel k: framework_table_value over host_cost_s (null: fallback_s).
+double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s);
+
+// `allreduce_s(bytes)` prices one bucket's all-reduce.
+IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,
+                                     const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt);
+
+// DDP's bucket assignment: parameter tensors in reverse order of model.parameters(), a bucket closing
+// once it holds at least its cap (the first bucket's cap is smaller). Returns, per bucket, the
+// (layer, bytes) of its tensors.
+std::vector<std::vector<std::pair<int, int64_t>>> assign_buckets(const Graph& g, int64_t first_cap, int64_t cap, int64_t bytes_per_param);
+
+}  // namespace dtsim

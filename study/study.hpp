@@ -1,0 +1,98 @@
+#pragma once
+// Scaling studies: one row per (model, batch per GPU, GPU count, hardware what-if), each with its
+// prediction, memory fit and, when asked, time and cost to train; and the sweep that makes them,
+// from command-line lists or a sweep file (configs/sweeps/, format in docs/scaling-study.md).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workload/graph.hpp"
+#include "sim/memory.hpp"
+#include "sim/predict.hpp"
+#include "sim/whatif.hpp"
+
+namespace dtsim {
+
+// How much training: samples per epoch and epochs; the price of a GPU-hour in any currency.
+struct TrainGoal {
+  std::optional<int64_t> dataset_size;
+  std::optional<double> epochs;
+  std::optional<double> price_per_gpu_hour;
+  bool active() const { return dataset_size.has_value(); }
+  // Both or neither of dataset size and epochs; a price only with them. InputError naming `where`.
+  void check(const std::string& where_dataset, const std::string& where_price) const;
+};
+
+struct TrainEstimate {
+  int64_t steps_per_epoch = 0;  // ceil(dataset / global batch): the last batch is smaller, not dropped
+  double steps = 0;
+  double time_s = 0;
+  double gpu_hours = 0;
+  std::optional<double> cost;
+};
+TrainEstimate train_estimate(const Prediction& p, const TrainGoal& goal);
+// The same from the numbers it reads (dtsim plan prices a million configurations without a Prediction each).
+TrainEstimate train_estimate(int64_t gpus, int64_t batch_per_gpu, double iteration_s, const TrainGoal& goal);
+
+struct StudyRow {
+  Prediction p;  // without per-layer detail in sweeps
+  WhatIf what_if;
+  MemoryFit memory;
+  std::optional<TrainEstimate> train;
+  // The link that limits the all-reduce, in words with its rate, and that rate.
+  std::string link;
+  double link_Bps = 0;
+};
+
+// Predicts one configuration on `c` (a what-if already applied) and fills the row.
+StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, const WhatIf& w, const TrainGoal& goal,
+                   bool keep_detail);
+
+struct SweepSpec {
+  std::string name;  // the file's, or "sweep"
+  std::vector<std::string> models;
+  std::string cluster = "h100-sxm";
+  std::string framework = "pytorch";  // configs/frameworks profile (host costs)
+  std::optional<int64_t> cluster_nodes;  // raise (or lower) the cluster's node count for the study
+  std::optional<double> bucket_mb;       // DDP's bucket size (--bucket-mb; not a sweep-file field)
+  std::string precision = "fp32";
+  std::optional<std::string> algo;  // TrainingConfig's default unless given
+  std::optional<bool> overlap;
+  std::string compute_model = "auto";  // --compute-model (not a sweep-file field)
+  std::string strategy = "dp";  // --strategy (not a sweep-file field)
+  StrategyParams strategy_params;
+  std::vector<int64_t> batches;
+  std::vector<int64_t> gpus;  // GPU counts; when `by_nodes`, node counts
+  bool by_nodes = false;
+  std::string gpus_where = "--gpus";  // names the GPU list in errors (a flag, or file: JSON path)
+  std::vector<WhatIf> what_ifs{WhatIf{}};
+  TrainGoal train;
+  // ONNX models: cost operators dtsim does not know by roofline (--allow-unknown-ops; not a sweep-file field).
+  bool allow_unknown_ops = false;
+};
+
+// Reads a sweep file strictly: unknown fields, wrong types and bad ranges are InputErrors naming the
+// file, the JSON path and the rule.
+SweepSpec parse_sweep(const Json& doc, const std::string& what);
+SweepSpec load_sweep(const std::string& path);
+
+// The cross product of the named axes' values over `base` (one WhatIf per combination, axes in
+// what_if_axes() order so that rows come out in a stable order).
+std::vector<WhatIf> what_if_grid(const std::vector<std::pair<std::string, std::vector<double>>>& axes, const WhatIf& base = {});
+
+struct SweepResult {
+  std::string cluster_name, gpu_name, precision, compute_model;
+  std::vector<StudyRow> rows;  // models x what-ifs x batches x GPU counts, in that nesting
+  // What the model importer assumed (Graph::notes of every model, each distinct note once, in order).
+  std::vector<std::string> notes;
+};
+
+// `tick` is called once per configuration (progress bars). Every model is loaded before any prediction;
+// an ONNX model is imported once per batch size (shape inference runs at the per-GPU batch, and an
+// export that fixed its batch is an InputError at any other).
+SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick = {});
+size_t sweep_size(const SweepSpec& s);
+
+}  // namespace dtsim

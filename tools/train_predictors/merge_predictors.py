@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Merges predictor folders written by separate `dtsim-train-predictors` runs into one shipped folder.
+
+Convolutions and the other kinds are trained with different settings (kernels_mlp/README.md), so each
+is its own trainer run; dtsim reads one folder per GPU. Later folders replace predictors of the same
+key. Each predictor keeps the `trained_with` of the run that wrote it, and the data files of all runs
+are listed (with their hashes) so that tests/test_pretrained.cpp can re-check every predictor.
+
+  tools/train_predictors/merge_predictors.py --out kernels_mlp/pretrained/h100-sxm /tmp/base /tmp/conv
+"""
+import argparse, json, os, struct, sys, tempfile
+
+
+def kinds_of(manifest):
+    """Kernel kinds a trainer folder's predictors cover (conv2d, gemm, ...)."""
+    return {p["key"].split("/")[0] for p in manifest["predictors"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("folders", nargs="+", help="trainer output folders (manifest.json + weights.bin), in order")
+    a = ap.parse_args()
+
+    merged, blob, by_key = None, b"", {}
+    for folder in a.folders:
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+        with open(os.path.join(folder, "weights.bin"), "rb") as f:
+            w = f.read()
+        if len(w) % 4:
+            sys.exit(f"{folder}/weights.bin: not whole float32 values")
+        if merged is None:
+            merged = {k: v for k, v in m.items() if k not in ("predictors", "trained_with", "data")}
+            merged["data"] = []
+        for field in ("gpu", "data_dir", "format"):
+            if m.get(field) != merged.get(field):
+                sys.exit(f"{folder}/manifest.json: {field} {m.get(field)!r} differs from {merged.get(field)!r}")
+        offset = len(blob) // 4
+        blob += w
+        for p in m["predictors"]:
+            p = dict(p)
+            p["weights_offset"] += offset
+            p.setdefault("trained_with", m["trained_with"])
+            p["_folder"] = folder
+            by_key[p["key"]] = p
+        for d in m["data"]:
+            # A data file re-measured since an earlier folder was trained: the later folder's hash
+            # stands, and every predictor trained on the older version must be replaced here too.
+            older = [e for e in merged["data"] if e["file"] == d["file"] and e != d]
+            merged["data"] = [e for e in merged["data"] if e not in older]
+            if older:
+                stale = [k for k, q in by_key.items() if q.get("_folder") != folder and q["key"].split("/")[0] in kinds_of(m)]
+                if stale:
+                    sys.exit(f"{folder}: {d['file']} changed since {', '.join(stale)} were trained, and {folder} does not replace them")
+            if d not in merged["data"]:
+                merged["data"].append(d)
+    for p in by_key.values():
+        p.pop("_folder")
+    merged["predictors"] = [by_key[k] for k in sorted(by_key)]
+    merged["trained_with"] = "per predictor (tools/train_predictors/merge_predictors.py)"
+    # Keep only the weights still referenced, in key order, so the shipped file has no dead bytes.
+    floats = struct.unpack(f"<{len(blob) // 4}f", blob)
+    out_floats = []
+    for p in merged["predictors"]:
+        blocks = p.get("weight_blocks", [1] * (len(p["layers"]) - 1))  # an ensemble's diagonal blocks only
+        n = sum(i * o // k + o for i, o, k in zip(p["layers"][:-1], p["layers"][1:], blocks))
+        start = p["weights_offset"]
+        p["weights_offset"] = len(out_floats)
+        out_floats.extend(floats[start:start + n])
+    os.makedirs(a.out, exist_ok=True)
+    for name, data in (("weights.bin", struct.pack(f"<{len(out_floats)}f", *out_floats)),
+                       ("manifest.json", (json.dumps(merged, indent=1, sort_keys=True) + "\n").encode())):
+        fd, tmp = tempfile.mkstemp(dir=a.out)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(a.out, name))
+    print(f"{len(merged['predictors'])} predictors, {len(out_floats)} weights -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()

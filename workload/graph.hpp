@@ -1,0 +1,97 @@
+#pragma once
+// The layer graph: a DAG of layers in topological order, with per-sample tensor shapes inferred
+// from the input. Parameter and multiply-accumulate counts follow PyTorch's definitions.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+enum class Op {
+  Conv2d,
+  Linear,
+  BatchNorm2d,
+  Activation,  // relu, relu6, sigmoid, ... (Layer::activation says which)
+  MaxPool2d,
+  AvgPool2d,
+  AdaptiveAvgPool2d,
+  Add,
+  Concat,
+  Dropout,
+  Flatten,
+  SoftmaxCrossEntropy,
+  // Imported models (workload/onnx/onnx_import.cpp) also use:
+  Mul,      // elementwise product of two inputs; one may be a C x 1 x 1 gate (squeeze-and-excitation)
+  View,     // reshape, slice, split, squeeze: a view of (part of) its input, no kernel
+  Eltwise,  // an operator costed by the bytes it moves: transpose, softmax, an operator dtsim doesn't know
+};
+
+const char* op_name(Op op);
+
+// A per-sample tensor: a C x H x W feature map, or a vector of C features (h = w = 1).
+struct Shape {
+  int64_t c = 0, h = 1, w = 1;
+  bool vector = false;
+  int64_t elements() const { return c * h * w; }
+  std::string str() const;
+  bool operator==(const Shape& o) const { return c == o.c && h == o.h && w == o.w && vector == o.vector; }
+};
+
+struct Layer {
+  std::string name;
+  Op op = Op::Activation;
+  std::string activation;   // for Op::Activation
+  std::vector<int> inputs;  // indices of earlier layers; -1 is the model input
+
+  // conv2d / pooling geometry
+  int64_t out_channels = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  bool ceil_mode = false;
+  bool bias = false;
+  // linear
+  int64_t out_features = 0;
+  // adaptive pooling
+  int64_t out_h = 1, out_w = 1;
+  double dropout_p = 0.5;
+  // Op::View and Op::Eltwise: the per-sample output shape, as the model's source states it.
+  Shape given_out;
+  // Op::Eltwise: the operator it stands for, as the source names it ("Transpose", "Softmax").
+  std::string source_op;
+  // Op::Eltwise: an operator dtsim does not know, costed by roofline from its tensor sizes only
+  // (--allow-unknown-ops), so that reports can say so.
+  bool roofline_only = false;
+  // Trainable tensors of a layer whose op has no weights of its own (a learned scale feeding a mul,
+  // a PReLU slope, an unknown operator's initializers); counted as weights.
+  int64_t extra_params = 0;
+
+  // Inferred.
+  std::vector<Shape> in;  // one per input
+  Shape out;
+  int consumers = 0;  // layers that read this layer's output
+
+  int64_t weight_params() const;
+  int64_t bias_params() const;
+  int64_t params() const { return weight_params() + bias_params(); }
+  // Multiply-accumulates of one sample's forward pass (convolutions and linear layers only).
+  int64_t fwd_macs() const;
+};
+
+struct Graph {
+  std::string name;
+  std::string source;  // where the definition comes from
+  Shape input;
+  std::vector<Layer> layers;
+  // What an importer assumed or could not cost exactly, one line each, for the user to check.
+  std::vector<std::string> notes;
+
+  int64_t params() const;
+  int64_t fwd_macs_per_sample() const;
+  // Number of parameter tensors (weights and biases), as model.parameters() would list them.
+  int64_t param_tensors() const;
+};
+
+// Fills in Layer::in, Layer::out and Layer::consumers; `what` names the source for errors, which
+// are InputErrors at "$.layers[i]".
+void infer_shapes(Graph& g, const std::string& what);
+
+}  // namespace dtsim

@@ -1,0 +1,353 @@
+#include "workload/kernels.hpp"
+
+#include <mutex>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace dtsim {
+
+const char* intern_variant(const std::string& name) {
+  static std::mutex mu;
+  static std::set<std::string> names;  // set nodes never move: their c_str() stays valid
+  std::lock_guard<std::mutex> lock(mu);
+  return names.insert(name).first->c_str();
+}
+
+const char* kind_name(KernelKind k) {
+  switch (k) {
+    case KernelKind::Conv2d: return "conv2d";
+    case KernelKind::Gemm: return "gemm";
+    case KernelKind::BatchNorm: return "batchnorm";
+    case KernelKind::Activation: return "activation";
+    case KernelKind::Pool: return "pool";
+    case KernelKind::Add: return "add";
+    case KernelKind::Concat: return "concat";
+    case KernelKind::Dropout: return "dropout";
+    case KernelKind::SoftmaxCE: return "softmax_ce";
+    case KernelKind::SgdUpdate: return "sgd_update";
+    case KernelKind::Eltwise: return "eltwise";
+  }
+  return "?";
+}
+
+const char* pass_name(Pass p) {
+  switch (p) {
+    case Pass::Fwd: return "fwd";
+    case Pass::BwdData: return "bwd_data";
+    case Pass::BwdFilter: return "bwd_filter";
+    case Pass::BwdWeight: return "bwd_weight";
+    case Pass::Bwd: return "bwd";
+    case Pass::Update: return "update";
+  }
+  return "?";
+}
+
+const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
+  static const std::vector<const char*> conv = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "groups"};
+  static const std::vector<const char*> gemm = {"M", "N", "K", "transA", "transB"};
+  static const std::vector<const char*> nchw = {"N", "C", "H", "W"};
+  static const std::vector<const char*> pool = {"N", "C", "H", "W", "R", "S", "stride", "pad", "P", "Q"};
+  static const std::vector<const char*> add = {"elements", "inputs"};
+  static const std::vector<const char*> elems = {"elements"};
+  static const std::vector<const char*> ce = {"N", "classes"};
+  static const std::vector<const char*> params = {"params"};
+  static const std::vector<const char*> eltwise = {"read", "written"};
+  switch (k) {
+    case KernelKind::Conv2d: return conv;
+    case KernelKind::Gemm: return gemm;
+    case KernelKind::BatchNorm: return nchw;
+    case KernelKind::Pool: return pool;
+    case KernelKind::Add: return add;
+    case KernelKind::SoftmaxCE: return ce;
+    case KernelKind::SgdUpdate: return params;
+    case KernelKind::Eltwise: return eltwise;
+    default: return elems;
+  }
+}
+
+int element_bytes(MathMode m) { return (m == MathMode::BF16 || m == MathMode::FP16) ? 2 : 4; }
+
+void set_cost(KernelDesc& k) {
+  const auto& s = k.shape;
+  const double eb = element_bytes(k.math);
+  const bool fwd = k.pass == Pass::Fwd;
+  switch (k.kind) {
+    case KernelKind::Conv2d: {
+      double n = s[0], c = s[1], h = s[2], w = s[3], kk = s[4], R = s[5], S = s[6], g = s[13];
+      double p_out = static_cast<double>((s[2] + 2 * s[9] - s[11] * (s[5] - 1) - 1) / s[7] + 1);
+      double q_out = static_cast<double>((s[3] + 2 * s[10] - s[12] * (s[6] - 1) - 1) / s[8] + 1);
+      double out = n * kk * p_out * q_out, weights = kk * (c / g) * R * S;
+      // Every pass does the forward's multiply-accumulates: dX = conv^T(dY, W), dW = corr(X, dY).
+      k.flops = 2.0 * out * (c / g) * R * S;
+      k.bytes = (n * c * h * w + out + weights) * eb;
+      break;
+    }
+    case KernelKind::Gemm: {
+      double m = s[0], n = s[1], kk = s[2];
+      k.flops = 2.0 * m * n * kk;
+      k.bytes = (m * kk + kk * n + m * n) * eb;
+      break;
+    }
+    case KernelKind::BatchNorm: {
+      // Training forward: statistics and normalisation; backward: two reductions and dx.
+      double e = static_cast<double>(s[0]) * s[1] * s[2] * s[3];
+      k.flops = (fwd ? 8.0 : 12.0) * e;
+      k.bytes = (fwd ? 2.0 : 3.0) * e * eb;
+      break;
+    }
+    case KernelKind::Activation:
+      k.flops = static_cast<double>(s[0]);
+      k.bytes = (fwd ? 2.0 : 3.0) * s[0] * eb;  // backward reads the output (or input) and dY
+      break;
+    case KernelKind::Pool: {
+      double in = static_cast<double>(s[0]) * s[1] * s[2] * s[3], out = static_cast<double>(s[0]) * s[1] * s[8] * s[9];
+      k.flops = out * s[4] * s[5];
+      k.bytes = (in + out) * eb;
+      break;
+    }
+    case KernelKind::Add:
+      // Forward sums `inputs` tensors; backward is a gradient accumulation where a tensor fans out.
+      k.flops = static_cast<double>(s[0]) * (fwd ? s[1] - 1 : 1);
+      k.bytes = static_cast<double>(s[0]) * (fwd ? s[1] + 1 : 3) * eb;
+      break;
+    case KernelKind::Concat:
+      k.flops = 0;
+      k.bytes = 2.0 * s[0] * eb;
+      break;
+    case KernelKind::Dropout:  // a one-byte mask per element
+      k.flops = (fwd ? 2.0 : 1.0) * s[0];
+      k.bytes = static_cast<double>(s[0]) * (2 * eb + 1);
+      break;
+    case KernelKind::SoftmaxCE: {
+      double e = static_cast<double>(s[0]) * s[1];
+      k.flops = (fwd ? 5.0 : 2.0) * e;
+      k.bytes = 2.0 * e * 4;  // autocast runs the loss in FP32
+      break;
+    }
+    case KernelKind::SgdUpdate:
+      // SGD with momentum on FP32 parameters: read parameter, gradient and momentum, write parameter
+      // and momentum.
+      k.flops = 4.0 * s[0];
+      k.bytes = 20.0 * s[0];
+      break;
+    case KernelKind::Eltwise:  // one operation per element written
+      k.flops = static_cast<double>(s[1]);
+      k.bytes = static_cast<double>(s[0] + s[1]) * eb;
+      break;
+  }
+}
+
+namespace {
+
+// The math convolutions and matmuls run in, per training precision (PyTorch's defaults).
+MathMode conv_math(Precision p) {
+  switch (p) {
+    case Precision::FP32: case Precision::TF32: return MathMode::TF32;
+    case Precision::BF16: return MathMode::BF16;
+    case Precision::FP16: return MathMode::FP16;
+  }
+  return MathMode::FP32;
+}
+
+MathMode gemm_math(Precision p) {
+  switch (p) {
+    case Precision::FP32: return MathMode::FP32;
+    case Precision::TF32: return MathMode::TF32;
+    case Precision::BF16: return MathMode::BF16;
+    case Precision::FP16: return MathMode::FP16;
+  }
+  return MathMode::FP32;
+}
+
+// Memory-bound kernels run on CUDA cores in the activations' type.
+MathMode vector_math(Precision p) {
+  return (p == Precision::BF16) ? MathMode::BF16 : (p == Precision::FP16) ? MathMode::FP16 : MathMode::FP32;
+}
+
+struct Lowering {
+  const Graph& g;
+  int64_t n;  // batch
+  Precision prec;
+  IterationKernels out;
+  std::vector<std::vector<KernelDesc>> pending_backward;
+  std::vector<std::vector<KernelDesc>> grad_accum;
+  std::vector<bool> requires_grad;  // per layer: its output depends on a parameter
+
+  static KernelDesc make(KernelKind kind, Pass pass, MathMode m, int layer, std::initializer_list<int64_t> shape, const char* variant = "") {
+    KernelDesc k{kind, pass, m, layer, {}, variant, 0, 0};
+    int i = 0;
+    for (int64_t v : shape) k.shape[i++] = v;
+    set_cost(k);
+    return k;
+  }
+
+  // cuDNN and cuBLAS leave the bias out (PyTorch 2.x: cudnn_convolution then output.add_(bias);
+  // grad_bias = grad_output.sum over all but the channel dimension), so a layer with a bias runs two
+  // more memory-bound kernels: a broadcast add over its output and a reduction of its output gradient.
+  // They cost as much as a ReLU on vgg16's first layers.
+  void bias_kernels(int li, int64_t out_el, int64_t channels, MathMode vm, std::vector<KernelDesc>& bw) {
+    out.forward.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {out_el + channels, out_el}, "bias_add"));
+    bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, channels}, "bias_grad"));
+  }
+
+  // Autocast (bf16/fp16) keeps FP32 weights: each matmul layer reads a 16-bit copy of its weight,
+  // cast in the forward pass, and the 16-bit weight gradient is cast back to FP32 in the backward
+  // pass (ToCopyBackward). Both are memory-bound kernels over the weight; FP32 eltwise with the 16-bit
+  // side counted as half as many elements gives their bytes (4 + 2 per weight). On vgg16's 103 M-weight
+  // classifier.0 the gradient cast takes longer than the layer's two GEMMs.
+  void autocast_kernels(int li, int64_t weights, std::vector<KernelDesc>& bw) {
+    if (prec != Precision::BF16 && prec != Precision::FP16) return;
+    const int64_t half = (weights + 1) / 2;
+    out.forward.push_back(make(KernelKind::Eltwise, Pass::Fwd, MathMode::FP32, li, {weights, half}, "autocast"));
+    bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, li, {half, weights}, "autocast"));
+  }
+
+  void layer(int li) {
+    const Layer& l = g.layers[li];
+    const Shape& x = l.in[0];
+    const int64_t in_el = n * x.elements();
+    const int64_t out_el = n * l.out.elements();
+    // Autograd computes a gradient only for tensors that depend on a parameter: the network's input
+    // and anything derived from it by parameter-free layers (a flatten, a pooling) need none.
+    bool input_needs_grad = false;
+    for (int j : l.inputs) input_needs_grad = input_needs_grad || (j >= 0 && requires_grad[j]);
+    requires_grad[li] = input_needs_grad || l.params() > 0;
+    const MathMode vm = vector_math(prec);
+    std::vector<KernelDesc>& fw = out.forward;
+    std::vector<KernelDesc> bw;  // this layer's backward kernels, in execution order
+    switch (l.op) {
+      case Op::Conv2d: {
+        MathMode m = conv_math(prec);
+        std::initializer_list<int64_t> s = {n, x.c, x.h, x.w, l.out_channels, l.kh, l.kw, l.sh, l.sw, l.ph, l.pw, l.dh, l.dw, l.groups};
+        std::vector<KernelDesc> casts;
+        autocast_kernels(li, l.weight_params(), casts);
+        fw.push_back(make(KernelKind::Conv2d, Pass::Fwd, m, li, s));
+        if (input_needs_grad) bw.push_back(make(KernelKind::Conv2d, Pass::BwdData, m, li, s));
+        bw.push_back(make(KernelKind::Conv2d, Pass::BwdFilter, m, li, s));
+        for (auto& k : casts) bw.push_back(k);
+        if (l.bias) bias_kernels(li, out_el, l.out_channels, vm, bw);
+        break;
+      }
+      case Op::Linear: {
+        MathMode m = gemm_math(prec);
+        int64_t in_f = x.c, out_f = l.out_features;
+        // Row-major view of nn.Linear: Y = X W^T, dX = dY W, dW = dY^T X.
+        std::vector<KernelDesc> casts;
+        autocast_kernels(li, l.weight_params(), casts);
+        fw.push_back(make(KernelKind::Gemm, Pass::Fwd, m, li, {n, out_f, in_f, 0, 1}));
+        if (input_needs_grad) bw.push_back(make(KernelKind::Gemm, Pass::BwdData, m, li, {n, in_f, out_f, 0, 0}));
+        bw.push_back(make(KernelKind::Gemm, Pass::BwdWeight, m, li, {out_f, in_f, n, 1, 0}));
+        for (auto& k : casts) bw.push_back(k);
+        if (l.bias) bias_kernels(li, out_el, out_f, vm, bw);
+        break;
+      }
+      case Op::BatchNorm2d:
+        fw.push_back(make(KernelKind::BatchNorm, Pass::Fwd, vm, li, {n, x.c, x.h, x.w}));
+        bw.push_back(make(KernelKind::BatchNorm, Pass::Bwd, vm, li, {n, x.c, x.h, x.w}));
+        break;
+      case Op::Activation: {
+        const char* act = intern_variant(l.activation);
+        fw.push_back(make(KernelKind::Activation, Pass::Fwd, vm, li, {in_el}, act));
+        bw.push_back(make(KernelKind::Activation, Pass::Bwd, vm, li, {in_el}, act));
+        break;
+      }
+      case Op::MaxPool2d:
+      case Op::AvgPool2d:
+      case Op::AdaptiveAvgPool2d: {
+        int64_t r = l.kh, s = l.kw, st = l.sh, pad = l.ph;
+        if (l.op == Op::AdaptiveAvgPool2d) {  // PyTorch's adaptive windows: at most ceil(in/out) wide
+          r = (x.h + l.out_h - 1) / l.out_h;
+          s = (x.w + l.out_w - 1) / l.out_w;
+          st = x.h / l.out_h;
+          pad = 0;
+        }
+        const char* mode = l.op == Op::MaxPool2d ? "max" : "avg";
+        std::initializer_list<int64_t> sh = {n, x.c, x.h, x.w, r, s, st, pad, l.out.h, l.out.w};
+        fw.push_back(make(KernelKind::Pool, Pass::Fwd, vm, li, sh, mode));
+        bw.push_back(make(KernelKind::Pool, Pass::Bwd, vm, li, sh, mode));
+        break;
+      }
+      case Op::Add:
+        // Backward of an add passes the gradient through: no kernel. The accumulation where a tensor
+        // fans out is costed at the producer (below).
+        fw.push_back(make(KernelKind::Add, Pass::Fwd, vm, li, {out_el, static_cast<int64_t>(l.in.size())}));
+        break;
+      case Op::Concat:
+        fw.push_back(make(KernelKind::Concat, Pass::Fwd, vm, li, {out_el}));
+        bw.push_back(make(KernelKind::Concat, Pass::Bwd, vm, li, {out_el}));
+        break;
+      case Op::Dropout:
+        fw.push_back(make(KernelKind::Dropout, Pass::Fwd, vm, li, {in_el}));
+        bw.push_back(make(KernelKind::Dropout, Pass::Bwd, vm, li, {in_el}));
+        break;
+      case Op::Flatten:
+      case Op::View:
+        break;  // a view
+      case Op::Mul: {
+        // y = a * b (b possibly a C x 1 x 1 gate); backward reads dy, a and b and writes da and db
+        // (the gate's gradient reduced over H x W in the same pass).
+        const int64_t a_el = n * l.in[0].elements(), b_el = n * l.in[1].elements();
+        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {a_el + b_el, out_el}, "mul"));
+        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el + a_el + b_el, a_el + b_el}, "mul"));
+        break;
+      }
+      case Op::Eltwise: {
+        // Known only by its tensors: forward reads the inputs and writes the output, backward reads
+        // the output's gradient and writes the inputs' gradients.
+        int64_t in_all = 0;
+        for (const auto& s : l.in) in_all += n * s.elements();
+        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {in_all, out_el}, intern_variant(l.source_op)));
+        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, in_all}, intern_variant(l.source_op)));
+        break;
+      }
+      case Op::SoftmaxCrossEntropy:
+        fw.push_back(make(KernelKind::SoftmaxCE, Pass::Fwd, MathMode::FP32, li, {n, x.c}));
+        bw.push_back(make(KernelKind::SoftmaxCE, Pass::Bwd, MathMode::FP32, li, {n, x.c}));
+        break;
+    }
+    if (!requires_grad[li]) return;  // no gradient flows here: no backward kernels
+    // A tensor read by k layers gets k-1 gradient accumulations before its producer's backward.
+    for (int c = 1; c < l.consumers; ++c) grad_accum[li].push_back(make(KernelKind::Add, Pass::Bwd, vm, li, {out_el, 2}));
+    pending_backward[li] = std::move(bw);
+  }
+
+  void run() {
+    const int L = static_cast<int>(g.layers.size());
+    pending_backward.assign(L, {});
+    grad_accum.assign(L, {});
+    requires_grad.assign(L, false);
+    for (int i = 0; i < L; ++i) layer(i);
+    for (int i = L - 1; i >= 0; --i) {
+      for (auto& k : grad_accum[i]) out.backward.push_back(k);
+      for (auto& k : pending_backward[i]) out.backward.push_back(k);
+    }
+    // fp16 autocast trains with torch.amp.GradScaler: the loss is multiplied by the scale before the
+    // backward pass; before the optimizer, one multi-tensor kernel unscales every FP32 gradient and
+    // checks it for inf/NaN (reads and writes each gradient), the host reads the flag back, and a small
+    // kernel updates the scale (torch.profiler on one H100, resnet50 b64: the loss multiply, 3
+    // multi_tensor_apply launches over 25.6 M gradients taking 98 us, amp_update_scale_cuda_kernel).
+    int64_t all_params = 0;
+    for (int i = 0; i < L; ++i) all_params += g.layers[i].params();
+    const bool grad_scaler = prec == Precision::FP16 && all_params > 0;
+    if (grad_scaler) {
+      out.forward.push_back(make(KernelKind::Eltwise, Pass::Fwd, MathMode::FP32, L - 1, {1, 1}, "amp_scale_loss"));
+      out.update.push_back(make(KernelKind::Eltwise, Pass::Update, MathMode::FP32, L - 1, {all_params, all_params}, "amp_unscale"));
+      out.update_host_sync_after = out.update.size();
+    }
+    // One SGD-momentum kernel per layer's parameters.
+    for (int i = 0; i < L; ++i)
+      if (int64_t p = g.layers[i].params(); p > 0) out.update.push_back(make(KernelKind::SgdUpdate, Pass::Update, MathMode::FP32, i, {p}));
+    if (grad_scaler) out.update.push_back(make(KernelKind::Eltwise, Pass::Update, MathMode::FP32, L - 1, {1, 1}, "amp_update_scale"));
+  }
+};
+
+}  // namespace
+
+IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p) {
+  Lowering low{g, batch, p, {}, {}, {}, {}};
+  low.run();
+  return std::move(low.out);
+}
+
+}  // namespace dtsim

@@ -1,0 +1,68 @@
+#pragma once
+// Lowering layers to kernels (docs/design.md §2, Kernels). Each kernel carries its shape fields,
+// the math it runs in, and two lower bounds a roofline needs: FLOPs, and bytes moved with every
+// input read once and every output written once.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/precision.hpp"
+#include "workload/graph.hpp"
+
+namespace dtsim {
+
+
+// Eltwise: what imported models need beyond these (a per-channel multiply, a transpose, an operator
+// dtsim does not know): a memory-bound kernel known only by the elements it reads and writes.
+enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise };
+constexpr int kKernelKinds = static_cast<int>(KernelKind::Eltwise) + 1;
+enum class Pass { Fwd, BwdData, BwdFilter, BwdWeight, Bwd, Update };
+const char* kind_name(KernelKind k);
+const char* pass_name(Pass p);
+
+// Shape fields per kind, in the order of kernel_shape_fields(kind):
+//   conv2d: N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups
+//   gemm: M N K transA transB (row-major, as PyTorch sees nn.Linear)   batchnorm: N C H W
+//   pool: N C H W R S stride pad P Q (P, Q: output size)   add: elements inputs
+//   activation, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
+//   eltwise: read written (elements read from all inputs, elements written to all outputs)
+constexpr int kMaxShapeFields = 14;
+const std::vector<const char*>& kernel_shape_fields(KernelKind k);
+
+struct KernelDesc {
+  KernelKind kind;
+  Pass pass;
+  MathMode math;
+  int layer;  // index into Graph::layers; -1 for the optimizer's kernels
+  std::array<int64_t, kMaxShapeFields> shape{};
+  // pool: max or avg; activation: relu, relu6, ...; a string literal or intern_variant()'s, which live
+  // as long as the program (never a pointer into a Graph or another object that may go away).
+  const char* variant = "";
+  double flops = 0;
+  double bytes = 0;
+};
+
+// A program-lifetime copy of a variant name (thread-safe), for KernelDesc::variant.
+const char* intern_variant(const std::string& name);
+
+// Bytes per element of the tensors a kernel of this math mode reads and writes.
+int element_bytes(MathMode m);
+
+// Sets k.flops and k.bytes from its kind, pass, math and shape. The one place that knows each
+// kernel's arithmetic and traffic, so that kernels lowered from models and kernels read from measured
+// datasets are costed alike.
+void set_cost(KernelDesc& k);
+
+struct IterationKernels {
+  std::vector<KernelDesc> forward;   // graph order
+  std::vector<KernelDesc> backward;  // reverse graph order; the loss's backward first
+  std::vector<KernelDesc> update;    // optimizer
+  // The host waits for the GPU after issuing this many update kernels (0: never): fp16's GradScaler
+  // reads its inf flag back (found_inf.item()) before it lets the optimizer step.
+  size_t update_host_sync_after = 0;
+};
+
+IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p);
+
+}  // namespace dtsim

@@ -1,0 +1,180 @@
+#include "workload/model_json.hpp"
+
+#include "core/config_paths.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "workload/onnx/onnx_import.hpp"
+
+namespace dtsim {
+
+namespace fs = std::filesystem;
+
+// Geometry limits: generous, but small enough that products of them cannot overflow int64.
+static constexpr int64_t kMaxDim = 1 << 20;
+
+// An integer or [h, w] pair.
+static void read_pair(JsonObject& o, const std::string& key, int64_t& h, int64_t& w, int64_t min) {
+  const Json& v = o.raw(key);
+  auto check = [&](const Json& x) -> int64_t {
+    if (!x.is_number_integer()) o.fail(key, "must be an integer or a pair [h, w] of integers");
+    int64_t n = x.get<int64_t>();
+    if (n < min || n > kMaxDim) o.fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(kMaxDim) + "], got " + std::to_string(n));
+    return n;
+  };
+  if (v.is_array()) {
+    if (v.size() != 2) o.fail(key, "a pair must have exactly two elements [h, w]");
+    h = check(v[0]);
+    w = check(v[1]);
+  } else {
+    h = w = check(v);
+  }
+}
+
+static const std::map<std::string, Op>& op_table() {
+  static const std::map<std::string, Op> t = {
+      {"conv2d", Op::Conv2d},         {"linear", Op::Linear},
+      {"batchnorm2d", Op::BatchNorm2d}, {"maxpool2d", Op::MaxPool2d},
+      {"avgpool2d", Op::AvgPool2d},   {"adaptive_avgpool2d", Op::AdaptiveAvgPool2d},
+      {"add", Op::Add},               {"concat", Op::Concat},
+      {"dropout", Op::Dropout},       {"flatten", Op::Flatten},
+      {"softmax_cross_entropy", Op::SoftmaxCrossEntropy},
+      {"relu", Op::Activation},       {"relu6", Op::Activation},
+      {"sigmoid", Op::Activation},    {"tanh", Op::Activation},
+      {"silu", Op::Activation},       {"gelu", Op::Activation},
+      {"hardswish", Op::Activation},
+  };
+  return t;
+}
+
+static std::string known_ops() {
+  std::string s;
+  for (const auto& [k, v] : op_table()) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+Graph parse_model(const Json& doc, const std::string& what) {
+  JsonObject top(doc, what, "$");
+  Graph g;
+  g.name = top.str("name");
+  g.source = top.str_or("source", "");
+  top.str_or("description", "");
+  JsonObject in = top.object("input");
+  g.input = Shape{in.integer("channels", 1, kMaxDim), in.integer("height", 1, kMaxDim), in.integer("width", 1, kMaxDim), false};
+  in.reject_unknown();
+
+  const Json& layers = top.raw("layers");
+  if (!layers.is_array()) top.fail("layers", "must be an array of layer objects");
+  if (layers.empty()) top.fail("layers", "must hold at least one layer");
+  std::unordered_map<std::string, int> index;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    JsonObject o = array_object(layers, i, what, "$.layers");
+    Layer l;
+    l.name = o.str("name");
+    if (l.name.empty()) o.fail("name", "must not be empty");
+    if (l.name == "input") o.fail("name", "'input' is reserved for the model's input");
+    if (index.count(l.name)) o.fail("name", "'" + l.name + "' is used by an earlier layer");
+    std::string op = o.str("op");
+    auto it = op_table().find(op);
+    if (it == op_table().end()) o.fail("op", "unknown op '" + op + "' (known: " + known_ops() + ")");
+    l.op = it->second;
+    if (l.op == Op::Activation) l.activation = op;
+
+    if (o.has("inputs")) {
+      const Json& ins = o.raw("inputs");
+      if (!ins.is_array() || ins.empty()) o.fail("inputs", "must be a non-empty array of layer names");
+      for (const auto& n : ins) {
+        if (!n.is_string()) o.fail("inputs", "must be a non-empty array of layer names");
+        std::string name = n.get<std::string>();
+        if (name == "input") { l.inputs.push_back(-1); continue; }
+        auto f = index.find(name);
+        if (f == index.end()) o.fail("inputs", "'" + name + "' is not a layer defined earlier");
+        l.inputs.push_back(f->second);
+      }
+    } else {
+      l.inputs.push_back(static_cast<int>(i) - 1);  // the previous layer; -1 is the model input
+    }
+
+    switch (l.op) {
+      case Op::Conv2d:
+        l.out_channels = o.integer("out_channels", 1, kMaxDim);
+        read_pair(o, "kernel", l.kh, l.kw, 1);
+        l.sh = l.sw = 1; if (o.has("stride")) read_pair(o, "stride", l.sh, l.sw, 1);
+        l.ph = l.pw = 0; if (o.has("padding")) read_pair(o, "padding", l.ph, l.pw, 0);
+        l.dh = l.dw = 1; if (o.has("dilation")) read_pair(o, "dilation", l.dh, l.dw, 1);
+        l.groups = o.integer_or("groups", 1, 1, kMaxDim);
+        l.bias = o.boolean_or("bias", true);
+        break;
+      case Op::Linear:
+        l.out_features = o.integer("out_features", 1, kMaxDim);
+        l.bias = o.boolean_or("bias", true);
+        break;
+      case Op::BatchNorm2d:
+        o.number_or("eps", 1e-5, 0, 1);
+        break;
+      case Op::MaxPool2d:
+      case Op::AvgPool2d:
+        read_pair(o, "kernel", l.kh, l.kw, 1);
+        l.sh = l.kh; l.sw = l.kw;
+        if (o.has("stride")) read_pair(o, "stride", l.sh, l.sw, 1);
+        if (o.has("padding")) read_pair(o, "padding", l.ph, l.pw, 0);
+        l.ceil_mode = o.boolean_or("ceil_mode", false);
+        break;
+      case Op::AdaptiveAvgPool2d:
+        read_pair(o, "output", l.out_h, l.out_w, 1);
+        break;
+      case Op::Dropout:
+        l.dropout_p = o.number_or("p", 0.5, 0.0, 1.0);
+        break;
+      default:
+        break;
+    }
+    o.reject_unknown();
+    index[l.name] = static_cast<int>(i);
+    g.layers.push_back(std::move(l));
+  }
+  top.reject_unknown();
+  infer_shapes(g, what);
+  return g;
+}
+
+static bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+static bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || ends_with(s, ".json") || ends_with(s, ".onnx");
+}
+
+std::vector<std::string> zoo_models() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(config_dir() + "/models", ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_onnx_path(const std::string& name_or_path) { return ends_with(name_or_path, ".onnx"); }
+
+Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options) {
+  if (is_onnx_path(name_or_path)) return import_onnx(name_or_path, options);
+  std::string path = name_or_path;
+  if (!looks_like_path(name_or_path)) {
+    path = config_dir() + "/models/" + name_or_path + ".json";
+    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
+    if (!fs::exists(path, ec)) {
+      std::string known;
+      for (const auto& n : zoo_models()) known += (known.empty() ? "" : ", ") + n;
+      throw InputError("--model", "unknown model '" + name_or_path + "' (built-in: " + known + "; or give a path to a .json or .onnx file)");
+    }
+  }
+  return parse_model(load_json_file(path), path);
+}
+
+}  // namespace dtsim

@@ -1,0 +1,1069 @@
+// ONNX import (workload/onnx/onnx_import.hpp). The mapping from ONNX operators to dtsim layers and what is
+// costed how is documented in docs/onnx-import.md; keep the two in step.
+#include "workload/onnx/onnx_import.hpp"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.hpp"
+
+namespace dtsim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Per-sample sizes beyond these are not a model that trains on one GPU; they also keep products of
+// dimensions far from int64 overflow.
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+// Constants read for their values (clip bounds, dropout ratios, axes) are small; bigger ones are weights.
+constexpr int64_t kMaxConstantElements = 4096;
+// Files bigger than this are weights, not graphs: protobuf cannot parse over 2 GiB anyway.
+constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{2} << 30;
+
+const std::set<std::string> kUnaryActivations = {
+    "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Softplus", "Softsign",
+    "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Cast", "Clip", "ThresholdedRelu"};
+const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean"};
+// Operators that only rearrange or select: views in PyTorch (reshape, slicing, chunk), no kernel.
+const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Split", "Slice", "Gather", "Identity"};
+// Operators that compute shapes and constants, not activations: free, whatever they read.
+const std::set<std::string> kShapeOps = {"Shape", "Size"};
+
+std::string lower_snake(const std::string& op) {
+  // "LeakyRelu" -> "leaky_relu", "HardSwish" -> "hardswish" (dtsim's JSON spelling), "Relu" -> "relu".
+  if (op == "HardSwish") return "hardswish";
+  if (op == "HardSigmoid") return "hardsigmoid";
+  if (op == "PRelu") return "prelu";
+  std::string s;
+  for (size_t i = 0; i < op.size(); ++i) {
+    char c = op[i];
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (i > 0 && !std::isupper(static_cast<unsigned char>(op[i - 1]))) s += '_';
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      s += c;
+    }
+  }
+  return s;
+}
+
+std::string first_line(const std::string& s) {
+  std::string l = s.substr(0, s.find('\n'));
+  return l.size() > 300 ? l.substr(0, 300) + "..." : l;
+}
+
+// Names come from the file: control characters would break the one-line messages.
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
+}
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + (d[i] < 0 ? std::string("?") : std::to_string(d[i]));
+  return s + "]";
+}
+
+bool is_float_type(int32_t t) {
+  using T = onnx::TensorProto;
+  return t == T::FLOAT || t == T::FLOAT16 || t == T::BFLOAT16 || t == T::DOUBLE;
+}
+
+// The values of a small constant tensor, if the file holds them.
+std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kMaxConstantElements) return std::nullopt;
+    n *= d;
+  }
+  if (n > kMaxConstantElements) return std::nullopt;
+  if (t.data_location() == T::EXTERNAL) return std::nullopt;
+  std::vector<double> v;
+  auto take = [&](const auto& field) {
+    for (const auto& x : field) v.push_back(static_cast<double>(x));
+  };
+  switch (t.data_type()) {
+    case T::FLOAT: take(t.float_data()); break;
+    case T::DOUBLE: take(t.double_data()); break;
+    case T::INT64: take(t.int64_data()); break;
+    case T::INT32: case T::INT16: case T::INT8: case T::UINT8: case T::BOOL: take(t.int32_data()); break;
+    default: return std::nullopt;
+  }
+  if (v.empty() && t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    auto read = [&](auto zero) {
+      using X = decltype(zero);
+      if (raw.size() != static_cast<size_t>(n) * sizeof(X)) return false;
+      for (int64_t i = 0; i < n; ++i) {
+        X x;
+        std::memcpy(&x, raw.data() + i * sizeof(X), sizeof(X));
+        v.push_back(static_cast<double>(x));
+      }
+      return true;
+    };
+    bool ok = false;
+    switch (t.data_type()) {
+      case T::FLOAT: ok = read(float{}); break;
+      case T::DOUBLE: ok = read(double{}); break;
+      case T::INT64: ok = read(int64_t{}); break;
+      case T::INT32: ok = read(int32_t{}); break;
+      case T::INT8: ok = read(int8_t{}); break;
+      case T::UINT8: case T::BOOL: ok = read(uint8_t{}); break;
+      default: break;
+    }
+    if (!ok) return std::nullopt;
+  }
+  if (static_cast<int64_t>(v.size()) != n) return std::nullopt;
+  return v;
+}
+
+struct TensorInfo {
+  bool has_shape = false;
+  std::vector<int64_t> dims;  // -1 where ONNX knows no value
+  int32_t elem_type = 0;
+};
+
+// A tensor of the ONNX graph as the importer sees it: computed per sample by a dtsim layer (or the
+// model input), or static (initializers, constants and what is computed from them and from shapes).
+struct Value {
+  bool activation = false;
+  int layer = -1;  // activation: the producing layer, -1 for the model input
+};
+
+class Importer {
+ public:
+  Importer(const std::string& path, const ModelLoadOptions& opt) : path_(path), opt_(opt) {}
+
+  Graph run() {
+    read();
+    prepare_inputs();
+    infer();
+    collect();
+    g_.name = fs::path(path_).stem().string();
+    g_.source = "ONNX " + path_ + " (" + (model_.producer_name().empty() ? "unknown producer" : model_.producer_name() + " " + model_.producer_version()) +
+                ", opset " + std::to_string(opset_) + ")";
+    const auto& graph = model_.graph();
+    for (int i = 0; i < graph.node_size(); ++i) node(graph.node(i), i);
+    outputs();
+    check_shapes();
+    add_notes();
+    return std::move(g_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& rule) const { throw InputError(path_, rule); }
+  [[noreturn]] void fail_at(const onnx::NodeProto& n, const std::string& rule) const { throw InputError(node_where(n), rule); }
+  std::string node_where(const onnx::NodeProto& n) const { return path_ + ": node '" + node_name(n) + "' (" + n.op_type() + ")"; }
+  std::string node_name(const onnx::NodeProto& n) const {
+    return n.name().empty() ? n.op_type() + "_" + std::to_string(node_index_.at(&n)) : n.name();
+  }
+
+  // ---- reading and shape inference ---------------------------------------------------------------
+
+  void read() {
+    std::error_code ec;
+    if (!fs::is_regular_file(path_, ec)) fail("no such file");
+    auto size = fs::file_size(path_, ec);
+    if (ec) fail("cannot read: " + ec.message());
+    if (size >= kMaxFileBytes) fail("larger than 2 GiB: export with external weights (torch.onnx.export does so above 2 GiB), dtsim reads only the graph");
+    std::ifstream in(path_, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) fail("cannot read");
+    if (bytes.empty()) fail("is empty, not an ONNX model");
+    if (!model_.ParseFromString(bytes)) fail("not an ONNX model (the protobuf ModelProto does not parse)");
+    if (!model_.has_graph() || model_.graph().node_size() == 0) fail("not an ONNX model, or one without nodes (no graph in the ModelProto)");
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    if (opset_ <= 0) fail("opset_import has no version for the default ONNX domain");
+    max_opset_ = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
+    const int max_opset = max_opset_;
+    // Newer opsets changed few of the operators CNNs use; inference runs with the rules this libonnx
+    // knows, and a shape it then cannot infer is reported with its reason.
+    if (opset_ > max_opset)
+      g_.notes.push_back(path_ + ": opset " + std::to_string(opset_) + " is newer than this libonnx knows (" + std::to_string(max_opset) +
+                         "); shapes are inferred with opset-" + std::to_string(max_opset) + " rules: if import fails, export with opset_version=" +
+                         std::to_string(max_opset));
+    const auto& graph = model_.graph();
+    for (int i = 0; i < graph.node_size(); ++i) node_index_[&graph.node(i)] = i;
+  }
+
+  // Sets the batch dimension of the one real input and drops the shapes the exporter recorded for
+  // intermediate tensors and outputs: they carry the export's batch, which inference would clash with.
+  void prepare_inputs() {
+    auto* graph = model_.mutable_graph();
+    std::set<std::string> inits;
+    for (const auto& t : graph->initializer()) inits.insert(t.name());
+    onnx::ValueInfoProto* input = nullptr;
+    for (auto& v : *graph->mutable_input()) {
+      if (inits.count(v.name())) continue;
+      if (input) fail("graph inputs '" + input->name() + "' and '" + v.name() + "': dtsim models take exactly one input tensor (the images)");
+      input = &v;
+    }
+    if (!input) fail("the graph has no input tensor (every input is an initializer)");
+    const std::string where = "input '" + input->name() + "'";
+    if (!input->type().has_tensor_type() || !input->type().tensor_type().has_shape()) fail(where + " has no tensor shape: export with a fixed example input");
+    if (!is_float_type(input->type().tensor_type().elem_type())) fail(where + " is not a floating-point tensor");
+    auto* shape = input->mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() != 4 && shape->dim_size() != 2)
+      fail(where + " has rank " + std::to_string(shape->dim_size()) + ": dtsim takes N x C x H x W images or N x F vectors");
+    for (int d = 1; d < shape->dim_size(); ++d) {
+      const auto& dim = shape->dim(d);
+      if (!dim.has_dim_value())
+        fail(where + " dimension " + std::to_string(d) + " is symbolic ('" + dim.dim_param() + "'): dtsim needs fixed per-sample sizes; export without dynamic_axes on it");
+      if (dim.dim_value() <= 0 || dim.dim_value() > kMaxDim) fail(where + " dimension " + std::to_string(d) + " is " + std::to_string(dim.dim_value()) + ", must be positive");
+    }
+    shape->mutable_dim(0)->set_dim_value(opt_.batch);
+    input_name_ = input->name();
+    graph->clear_value_info();
+    for (auto& o : *graph->mutable_output())
+      if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+
+  // Every node must be one libonnx knows and fit its schema (inputs, outputs, attributes) before
+  // shape inference runs: libonnx 1.12 may crash on malformed nodes and on what follows a node it
+  // has no schema for. A node without a schema (a custom domain, an operator newer than this
+  // libonnx) gets no output shape, so dtsim could not cost it even by roofline.
+  void check_nodes() {
+    onnx::checker::CheckerContext ctx;
+    ctx.set_ir_version(static_cast<int>(model_.ir_version()));
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& o : model_.opset_import()) opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = static_cast<int>(o.version());
+    ctx.set_opset_imports(opsets);
+    onnx::checker::LexicalScopeContext scope;
+    const auto& graph = model_.graph();
+    std::set<std::string> defined;
+    for (const auto& v : graph.input()) defined.insert(v.name());
+    for (const auto& t : graph.initializer()) defined.insert(t.name());
+    for (const auto& n : graph.node()) {
+      // Control flow (If, Loop, Scan: operators with subgraphs) is refused before the checker sees
+      // it: the checker reads a subgraph's uses of outer names as a graph out of topological order,
+      // in a multi-line message, and dtsim prices one straight-line graph.
+      bool subgraph = false;
+      for (const auto& a : n.attribute()) subgraph |= a.has_g() || a.graphs_size() > 0;
+      if (subgraph || ((n.domain().empty() || n.domain() == "ai.onnx") && (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan")))
+        fail_at(n, "control-flow operator " + printable(n.op_type()) +
+                       " is not supported: dtsim prices a straight-line graph; export a traced model (no torch.jit.script), which records the branch taken");
+      for (const auto& in : n.input())
+        if (!in.empty() && !defined.count(in))
+          fail_at(n, "reads '" + in + "', which no earlier node produces and which is no input or initializer (nodes must be in topological order)");
+      for (const auto& out : n.output())
+        if (!out.empty() && !defined.insert(out).second) fail_at(n, "writes '" + out + "', which an earlier node, input or initializer already defines");
+      std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+      auto version = opsets.find(domain);
+      if (version == opsets.end()) fail_at(n, "domain '" + n.domain() + "' has no opset_import entry");
+      if (!onnx::OpSchemaRegistry::Schema(n.op_type(), version->second, domain)) {
+        std::string what = domain.empty() ? "operator '" + n.op_type() + "' is not an ONNX operator of opset " + std::to_string(version->second)
+                                          : "operator '" + n.op_type() + "' of domain '" + n.domain() + "' is not an ONNX operator";
+        fail_at(n, what + " that this libonnx knows (opsets up to " + std::to_string(max_opset_) +
+                       "), so ONNX shape inference cannot give its output shape and dtsim cannot cost it, even with --allow-unknown-ops");
+      }
+      try {
+        onnx::checker::check_node(n, ctx, scope);
+      } catch (const std::exception& e) {
+        fail_at(n, "malformed node: " + first_line(e.what()));
+      }
+      // libonnx 1.12's shape inference divides by these without checking them (a stride of 0 is a
+      // SIGFPE in convPoolShapeInference, found by fuzz_onnx); ONNX requires them positive.
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape") {
+          for (int64_t v : a.ints())
+            if (v < 1) fail_at(n, a.name() + " must be positive, got " + std::to_string(v));
+        } else if (a.name() == "blocksize" && a.i() < 1) {
+          fail_at(n, "blocksize must be positive, got " + std::to_string(a.i()));
+        }
+      }
+    }
+  }
+
+  void infer() {
+    check_nodes();
+    prepared_ = model_;  // kept to explain a missing shape later
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true);
+      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      fail("ONNX shape inference failed: " + first_line(e.what()));
+    }
+  }
+
+  // Why ONNX inferred no shape for some tensor: inference again, stopping at the first node that fails.
+  std::string inference_reason() {
+    if (!reason_) {
+      reason_ = "";
+      try {
+        onnx::ModelProto m = prepared_;
+        onnx::ShapeInferenceOptions options(false, /*error_mode=*/1, true);
+        onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), options);
+      } catch (const std::exception& e) {
+        reason_ = first_line(e.what());
+      }
+    }
+    return *reason_;
+  }
+
+  void collect() {
+    const auto& graph = model_.graph();
+    auto take = [&](const onnx::ValueInfoProto& v) {
+      TensorInfo info;
+      if (v.type().has_tensor_type()) {
+        info.elem_type = v.type().tensor_type().elem_type();
+        if (v.type().tensor_type().has_shape()) {
+          info.has_shape = true;
+          for (const auto& d : v.type().tensor_type().shape().dim()) info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+        }
+      }
+      shapes_[v.name()] = info;
+    };
+    for (const auto& v : graph.input()) take(v);
+    for (const auto& v : graph.value_info()) take(v);
+    for (const auto& v : graph.output()) take(v);
+    for (const auto& t : graph.initializer()) {
+      TensorInfo info{true, {t.dims().begin(), t.dims().end()}, t.data_type()};
+      shapes_[t.name()] = info;
+      initializers_[t.name()] = &t;
+      values_[t.name()] = Value{false, -1};
+      if (auto v = tensor_values(t)) constants_[t.name()] = *v;
+    }
+    for (const auto& n : graph.node()) {
+      for (const auto& in : n.input()) consumers_[in]++;
+      if (n.op_type() == "Constant" && n.output_size() == 1) {
+        for (const auto& a : n.attribute()) {
+          if (a.name() == "value" && a.has_t()) {
+            if (auto v = tensor_values(a.t())) constants_[n.output(0)] = *v;
+            if (!shapes_.count(n.output(0))) shapes_[n.output(0)] = TensorInfo{true, {a.t().dims().begin(), a.t().dims().end()}, a.t().data_type()};
+          } else if (a.name() == "value_float") {
+            constants_[n.output(0)] = {a.f()};
+          } else if (a.name() == "value_int") {
+            constants_[n.output(0)] = {static_cast<double>(a.i())};
+          } else if (a.name() == "value_floats") {
+            constants_[n.output(0)] = {a.floats().begin(), a.floats().end()};
+          } else if (a.name() == "value_ints") {
+            constants_[n.output(0)] = {a.ints().begin(), a.ints().end()};
+          }
+        }
+      }
+    }
+    for (const auto& o : graph.output()) consumers_[o.name()]++;
+    values_[input_name_] = Value{true, -1};
+    const TensorInfo& in = shapes_[input_name_];
+    g_.input = in.dims.size() == 4 ? Shape{in.dims[1], in.dims[2], in.dims[3], false} : Shape{in.dims[1], 1, 1, true};
+  }
+
+  // ---- tensors -------------------------------------------------------------------------------------
+
+  const Value& value(const onnx::NodeProto& n, const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end())
+      fail_at(n, "reads '" + name + "', which no earlier node produces and which is no input or initializer (nodes must be in topological order)");
+    return it->second;
+  }
+
+  // The dimensions ONNX inferred, complete; fails naming the tensor and ONNX's reason otherwise.
+  const std::vector<int64_t>& dims(const onnx::NodeProto& n, const std::string& tensor) {
+    auto it = shapes_.find(tensor);
+    bool complete = it != shapes_.end() && it->second.has_shape;
+    if (complete)
+      for (int64_t d : it->second.dims) complete &= d >= 0;
+    if (!complete) {
+      std::string why = inference_reason();
+      fail_at(n, "ONNX shape inference gave no complete shape for tensor '" + tensor + "'" +
+                     (it != shapes_.end() && it->second.has_shape ? " (got " + dims_str(it->second.dims) + ")" : "") + (why.empty() ? "" : ": " + why));
+    }
+    for (int64_t d : it->second.dims)
+      if (d == 0) fail_at(n, "tensor '" + tensor + "' has a zero dimension " + dims_str(it->second.dims));
+    return it->second.dims;
+  }
+
+  // One sample's shape of an activation tensor [N, ...]: N x C x H x W -> C x H x W, N x F -> F.
+  // Other ranks keep their element count: [N, A, B] -> A x B x 1, [N, A, B, H, W] -> A*B x H x W.
+  Shape per_sample(const onnx::NodeProto& n, const std::string& tensor) {
+    const auto& d = dims(n, tensor);
+    if (d.empty()) fail_at(n, "tensor '" + tensor + "' is a scalar: dtsim needs the batch as its first dimension");
+    if (d[0] != opt_.batch)
+      fail_at(n, "tensor '" + tensor + "' " + dims_str(d) + " has " + std::to_string(d[0]) + " in the batch dimension, expected the batch size " +
+                     std::to_string(opt_.batch) + ": the export fixed the batch (a reshape to a constant shape?); re-export with x.flatten(1) or x.view(x.size(0), -1)");
+    int64_t total = 1;
+    for (size_t i = 1; i < d.size(); ++i) {
+      if (d[i] > kMaxDim) fail_at(n, "tensor '" + tensor + "' dimension " + std::to_string(d[i]) + " is too large");
+      total *= d[i];
+      if (total > kMaxElements) fail_at(n, "tensor '" + tensor + "' has more than 2^40 elements per sample");
+    }
+    switch (d.size()) {
+      case 1: return Shape{1, 1, 1, true};
+      case 2: return Shape{d[1], 1, 1, true};
+      case 3: return Shape{d[1], d[2], 1, false};
+      default: return Shape{total / (d[d.size() - 2] * d.back()), d[d.size() - 2], d.back(), false};
+    }
+  }
+
+  size_t rank(const onnx::NodeProto& n, const std::string& tensor) { return dims(n, tensor).size(); }
+
+  // ---- attributes ----------------------------------------------------------------------------------
+
+  static const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  static int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t def) {
+    const auto* a = attr(n, name);
+    return a ? a->i() : def;
+  }
+  static std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name) {
+    const auto* a = attr(n, name);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+  }
+  static std::string attr_str(const onnx::NodeProto& n, const std::string& name, const std::string& def) {
+    const auto* a = attr(n, name);
+    return a ? a->s() : def;
+  }
+  static std::optional<double> attr_float(const onnx::NodeProto& n, const std::string& name) {
+    const auto* a = attr(n, name);
+    return a ? std::optional<double>(a->f()) : std::nullopt;
+  }
+  // A scalar input that must be a constant (clip bounds, dropout ratio), if given.
+  std::optional<double> const_scalar(const onnx::NodeProto& n, int i) {
+    if (n.input_size() <= i || n.input(i).empty()) return std::nullopt;
+    auto it = constants_.find(n.input(i));
+    if (it == constants_.end() || it->second.size() != 1) return std::nullopt;
+    return it->second[0];
+  }
+
+  // ---- building layers -----------------------------------------------------------------------------
+
+  std::string unique_name(const std::string& base) {
+    std::string name = base;
+    for (int k = 2; used_names_.count(name) || name == "input"; ++k) name = base + "_" + std::to_string(k);
+    used_names_.insert(name);
+    return name;
+  }
+
+  // Appends a layer reading `inputs` (activation tensors) and producing `output`; `expect` is the
+  // per-sample output shape ONNX inferred, checked against dtsim's own inference at the end.
+  int add(const onnx::NodeProto& n, Layer l, const std::vector<std::string>& inputs, const std::string& output, const Shape& expect,
+          const std::string& suffix = "") {
+    l.name = unique_name(node_name(n) + suffix);
+    l.inputs.clear();
+    for (const auto& t : inputs) l.inputs.push_back(value(n, t).layer);
+    g_.layers.push_back(std::move(l));
+    expected_.push_back(expect);
+    origin_.push_back(node_where(n));
+    int idx = static_cast<int>(g_.layers.size()) - 1;
+    if (!output.empty()) values_[output] = Value{true, idx};
+    return idx;
+  }
+
+  void alias(const std::string& output, const std::string& input) { values_[output] = values_[input]; }
+
+  // The initializer a tensor names: itself, or the one an Identity chain leads to. torch.onnx.export
+  // deduplicates initializers (tied parameters; in eval mode any two equal ones, such as fresh zero
+  // biases) into one, the other names becoming Identity nodes of it.
+  const std::string& canonical(const std::string& name) const {
+    auto it = initializer_alias_.find(name);
+    return it == initializer_alias_.end() ? name : it->second;
+  }
+
+  // The float initializers among a node's static inputs that no earlier layer counted: PyTorch's
+  // parameters and buffers both become initializers; outside BatchNormalization (whose running
+  // statistics are skipped) dtsim takes them as parameters.
+  int64_t trainable_elements(const onnx::NodeProto& n) {
+    int64_t total = 0;
+    for (const auto& name : n.input()) {
+      const std::string& in = canonical(name);
+      auto it = initializers_.find(in);
+      if (it == initializers_.end() || !is_float_type(it->second->data_type()) || counted_.count(in)) continue;
+      int64_t e = 1;
+      for (int64_t d : it->second->dims()) e *= std::max<int64_t>(d, 0);
+      total += e;
+      counted_.insert(in);
+    }
+    return total;
+  }
+
+  // An operator dtsim cannot cost: stop, or (--allow-unknown-ops) cost it by roofline from its tensor
+  // sizes, one kernel per pass moving its inputs and outputs.
+  void unsupported(const onnx::NodeProto& n, const std::vector<std::string>& acts, const std::string& why) {
+    if (!opt_.allow_unknown_ops) {
+      std::string list;
+      for (const auto& s : onnx_supported_ops()) list += (list.empty() ? "" : ", ") + s;
+      fail_at(n, why + "; dtsim costs " + list + "; pass --allow-unknown-ops to cost it by roofline from its tensor sizes");
+    }
+    unknown_[n.op_type()].push_back(node_name(n));
+    Layer l;
+    l.op = Op::Eltwise;
+    l.source_op = n.op_type();
+    l.roofline_only = true;
+    l.extra_params = trainable_elements(n);
+    int k = 0;
+    for (int o = 0; o < n.output_size(); ++o) {
+      if (n.output(o).empty() || !consumers_[n.output(o)]) continue;
+      l.given_out = per_sample(n, n.output(o));
+      add(n, l, acts, n.output(o), l.given_out, k++ ? ":" + std::to_string(o) : "");
+      l.extra_params = 0;
+    }
+  }
+
+  // An operator dtsim knows but costs only by the bytes it moves (transpose, softmax, broadcasting
+  // arithmetic): one layer per used output.
+  void eltwise(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    Layer l;
+    l.op = Op::Eltwise;
+    l.source_op = n.op_type();
+    l.extra_params = trainable_elements(n);
+    int k = 0;
+    for (int o = 0; o < n.output_size(); ++o) {
+      if (n.output(o).empty() || !consumers_[n.output(o)]) continue;
+      l.given_out = per_sample(n, n.output(o));
+      add(n, l, acts, n.output(o), l.given_out, k++ ? ":" + std::to_string(o) : "");
+      l.extra_params = 0;
+    }
+  }
+
+  // A view: Flatten when it turns a feature map into a vector (as dtsim's zoo writes it), nothing when
+  // the shape does not change, else a View layer.
+  void view(const onnx::NodeProto& n, const std::string& in, const std::string& out) {
+    Shape x = per_sample(n, in), y = per_sample(n, out);
+    const Value& v = value(n, in);
+    Shape produced = v.layer < 0 ? g_.input : expected_[v.layer];
+    if (y == produced) return alias(out, in);
+    Layer l;
+    if (y.vector && !x.vector && y.c == x.elements()) {
+      l.op = Op::Flatten;
+    } else {
+      l.op = Op::View;
+      l.given_out = y;
+    }
+    add(n, l, {in}, out, y);
+  }
+
+  // Symmetric padding that gives ONNX's output size (dtsim's layers pad both sides alike; PyTorch
+  // exports always do). `out_of(p)` is dtsim's output size for padding p.
+  template <class F>
+  int64_t symmetric_pad(const onnx::NodeProto& n, int64_t begin, int64_t end, int64_t expect, F out_of, const char* axis) {
+    if (begin == end) return begin;
+    asymmetric_pads_.push_back(node_name(n));
+    for (int64_t p : {begin, end, (begin + end) / 2, (begin + end + 1) / 2})
+      if (out_of(p) == expect) return p;
+    fail_at(n, std::string("asymmetric ") + axis + " padding " + std::to_string(begin) + "+" + std::to_string(end) +
+                   " cannot be expressed as PyTorch's symmetric padding with the same output size");
+  }
+
+  // Padding from auto_pad or pads, as [begin_h, begin_w, end_h, end_w].
+  std::vector<int64_t> pads(const onnx::NodeProto& n, const std::vector<int64_t>& in_hw, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
+                            const std::vector<int64_t>& d) {
+    std::string auto_pad = attr_str(n, "auto_pad", "NOTSET");
+    if (auto_pad == "NOTSET") {
+      auto p = attr_ints(n, "pads");
+      if (p.empty()) return {0, 0, 0, 0};
+      if (p.size() != 4) fail_at(n, "pads must have 4 values for a 2-D operator, got " + std::to_string(p.size()));
+      for (int64_t x : p)
+        if (x < 0) fail_at(n, "pads must not be negative");
+      return p;
+    }
+    if (auto_pad == "VALID") return {0, 0, 0, 0};
+    if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") fail_at(n, "auto_pad '" + auto_pad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    std::vector<int64_t> r(4);
+    for (int i = 0; i < 2; ++i) {
+      int64_t out = (in_hw[i] + s[i] - 1) / s[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * s[i] + d[i] * (k[i] - 1) + 1 - in_hw[i]);
+      int64_t small = total / 2, big = total - small;
+      r[i] = auto_pad == "SAME_UPPER" ? small : big;
+      r[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+    return r;
+  }
+
+  std::vector<int64_t> pair_attr(const onnx::NodeProto& n, const std::string& name, int64_t def) {
+    auto v = attr_ints(n, name);
+    if (v.empty()) return {def, def};
+    if (v.size() != 2) fail_at(n, name + " must have 2 values for a 2-D operator, got " + std::to_string(v.size()));
+    for (int64_t x : v)
+      if (x < 1 || x > kMaxDim) fail_at(n, name + " must be positive, got " + std::to_string(x));
+    return v;
+  }
+
+  // ---- operators -----------------------------------------------------------------------------------
+
+  void conv(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    if (acts.size() != 1 || value(n, x).activation == false) return unsupported(n, acts, "Conv with weights computed from activations is not supported");
+    if (rank(n, x) != 4) return unsupported(n, acts, "only 2-D convolutions (N x C x H x W inputs) are supported, got rank " + std::to_string(rank(n, x)));
+    const auto& w = dims(n, n.input(1));
+    Shape in = per_sample(n, x), out = per_sample(n, n.output(0));
+    int64_t groups = attr_int(n, "group", 1);
+    if (w.size() != 4) fail_at(n, "weight '" + n.input(1) + "' " + dims_str(w) + " must be K x C/groups x R x S");
+    if (groups < 1 || in.c % groups || w[0] % groups || w[1] * groups != in.c)
+      fail_at(n, "weight " + dims_str(w) + " does not fit " + std::to_string(in.c) + " input channels in " + std::to_string(groups) + " groups");
+    auto ks = attr_ints(n, "kernel_shape");
+    if (!ks.empty() && (ks.size() != 2 || ks[0] != w[2] || ks[1] != w[3])) fail_at(n, "kernel_shape " + dims_str(ks) + " differs from the weight's " + dims_str(w));
+    Layer l;
+    l.op = Op::Conv2d;
+    l.out_channels = w[0];
+    l.kh = w[2];
+    l.kw = w[3];
+    l.groups = groups;
+    auto s = pair_attr(n, "strides", 1), d = pair_attr(n, "dilations", 1);
+    l.sh = s[0]; l.sw = s[1]; l.dh = d[0]; l.dw = d[1];
+    auto p = pads(n, {in.h, in.w}, {l.kh, l.kw}, s, d);
+    auto conv_out = [](int64_t i, int64_t k, int64_t st, int64_t pad, int64_t dil) { return (i + 2 * pad - dil * (k - 1) - 1) / st + 1; };
+    l.ph = symmetric_pad(n, p[0], p[2], out.h, [&](int64_t q) { return conv_out(in.h, l.kh, l.sh, q, l.dh); }, "height");
+    l.pw = symmetric_pad(n, p[1], p[3], out.w, [&](int64_t q) { return conv_out(in.w, l.kw, l.sw, q, l.dw); }, "width");
+    l.bias = n.input_size() > 2 && !n.input(2).empty();
+    for (int i = 1; i < n.input_size(); ++i) counted_.insert(canonical(n.input(i)));
+    ++convs_;
+    conv_biases_ += l.bias;
+    add(n, l, {x}, n.output(0), out);
+  }
+
+  void gemm(const onnx::NodeProto& n, const std::vector<std::string>& acts, bool matmul) {
+    const std::string& a = n.input(0);
+    if (acts.size() != 1 || !value(n, a).activation)
+      return unsupported(n, acts, std::string(matmul ? "MatMul" : "Gemm") + " is supported as a linear layer: an activation times a weight initializer");
+    if (rank(n, a) != 2) return unsupported(n, acts, std::string(matmul ? "MatMul" : "Gemm") + " on a rank-" + std::to_string(rank(n, a)) + " input (only N x F inputs are supported)");
+    if (!matmul && attr_int(n, "transA", 0)) return unsupported(n, acts, "Gemm with transA=1 is not supported");
+    const auto& w = dims(n, n.input(1));
+    if (w.size() != 2) fail_at(n, "weight '" + n.input(1) + "' " + dims_str(w) + " must be a matrix");
+    bool trans_b = !matmul && attr_int(n, "transB", 0);
+    int64_t in_f = trans_b ? w[1] : w[0], out_f = trans_b ? w[0] : w[1];
+    Shape x = per_sample(n, a);
+    if (x.c != in_f) fail_at(n, "weight " + dims_str(w) + (trans_b ? " (transB)" : "") + " does not take " + std::to_string(x.c) + " input features");
+    Layer l;
+    l.op = Op::Linear;
+    l.out_features = out_f;
+    l.bias = !matmul && n.input_size() > 2 && !n.input(2).empty();
+    if (l.bias && value(n, n.input(2)).activation) return unsupported(n, acts, "Gemm with a bias computed from activations is not supported");
+    for (int i = 1; i < n.input_size(); ++i) counted_.insert(canonical(n.input(i)));
+    int idx = add(n, l, {a}, n.output(0), per_sample(n, n.output(0)));
+    if (matmul) bias_free_linear_[n.output(0)] = idx;
+  }
+
+  void batchnorm(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    if (acts.size() != 1 || !value(n, x).activation) return unsupported(n, acts, "BatchNormalization with statistics computed from activations is not supported");
+    if (rank(n, x) != 4) return unsupported(n, acts, "only 2-D batch normalization (N x C x H x W inputs) is supported, got rank " + std::to_string(rank(n, x)));
+    Shape in = per_sample(n, x);
+    for (int i = 1; i < std::min(n.input_size(), 3); ++i) {
+      const auto& d = dims(n, n.input(i));
+      if (d.size() != 1 || d[0] != in.c) fail_at(n, "scale and bias must have " + std::to_string(in.c) + " elements, '" + n.input(i) + "' is " + dims_str(d));
+    }
+    for (int i = 1; i < n.input_size(); ++i) counted_.insert(canonical(n.input(i)));
+    // A training-mode export keeps the batch statistics: opset 14+ says so in training_mode, older
+    // opsets by emitting the running statistics as extra outputs.
+    bool training = opset_ >= 14 ? attr_int(n, "training_mode", 0) != 0 : n.output_size() > 1;
+    ++batchnorms_;
+    if (!training && inference_bn_.empty()) inference_bn_ = node_name(n);
+    inference_bns_ += !training;
+    Layer l;
+    l.op = Op::BatchNorm2d;
+    add(n, l, {x}, n.output(0), in);
+    for (int o = 1; o < n.output_size(); ++o) values_[n.output(o)] = Value{false, -1};
+  }
+
+  void pool(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    if (rank(n, x) != 4) return unsupported(n, acts, "only 2-D pooling (N x C x H x W inputs) is supported, got rank " + std::to_string(rank(n, x)));
+    if (n.output_size() > 1 && !n.output(1).empty() && consumers_[n.output(1)])
+      return unsupported(n, acts, "MaxPool's indices output is not supported");
+    Shape in = per_sample(n, x), out = per_sample(n, n.output(0));
+    Layer l;
+    l.op = n.op_type() == "MaxPool" ? Op::MaxPool2d : Op::AvgPool2d;
+    auto k = pair_attr(n, "kernel_shape", 0);
+    if (k[0] == 0) fail_at(n, "kernel_shape is required");
+    auto s = pair_attr(n, "strides", 1), d = pair_attr(n, "dilations", 1);
+    if (d[0] != 1 || d[1] != 1) return unsupported(n, acts, "dilated pooling is not supported");
+    l.kh = k[0]; l.kw = k[1]; l.sh = s[0]; l.sw = s[1];
+    l.ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+    auto p = pads(n, {in.h, in.w}, k, s, d);
+    auto pool_out = [&](int64_t i, int64_t kk, int64_t st, int64_t pad) {  // PyTorch's rule, as in graph.cpp
+      int64_t span = i + 2 * pad - kk;
+      int64_t o = (l.ceil_mode ? (span + st - 1) / st : span / st) + 1;
+      if (l.ceil_mode && (o - 1) * st >= i + pad) --o;
+      return o;
+    };
+    l.ph = symmetric_pad(n, p[0], p[2], out.h, [&](int64_t q) { return pool_out(in.h, l.kh, l.sh, q); }, "height");
+    l.pw = symmetric_pad(n, p[1], p[3], out.w, [&](int64_t q) { return pool_out(in.w, l.kw, l.sw, q); }, "width");
+    add(n, l, {x}, n.output(0), out);
+  }
+
+  void global_pool(const onnx::NodeProto& n, const std::vector<std::string>& acts, bool keep_dims) {
+    const std::string& x = n.input(0);
+    if (rank(n, x) != 4) return unsupported(n, acts, "only 2-D global pooling (N x C x H x W inputs) is supported");
+    Shape in = per_sample(n, x);
+    Layer l;
+    if (n.op_type() == "GlobalMaxPool") {
+      l.op = Op::MaxPool2d;
+      l.kh = l.sh = in.h;
+      l.kw = l.sw = in.w;
+    } else {
+      l.op = Op::AdaptiveAvgPool2d;  // torch exports adaptive_avg_pool2d(x, 1) and x.mean([2, 3]) so
+    }
+    Shape pooled{in.c, 1, 1, false};
+    if (keep_dims) {
+      add(n, l, {x}, n.output(0), pooled);
+      return;
+    }
+    // ReduceMean with keepdims=0 yields N x C: the pooling, then a flatten.
+    int idx = add(n, l, {x}, "", pooled);
+    Layer f;
+    f.op = Op::Flatten;
+    f.name = "";
+    std::string tmp = "\x01" + n.output(0);  // an internal tensor name no ONNX file uses
+    values_[tmp] = Value{true, idx};
+    add(n, f, {tmp}, n.output(0), Shape{in.c, 1, 1, true}, ":flatten");
+  }
+
+  void reduce_mean(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    std::vector<int64_t> axes = attr_ints(n, "axes");
+    if (axes.empty() && n.input_size() > 1) {  // opset 18 moved axes to an input
+      auto it = constants_.find(n.input(1));
+      if (it != constants_.end())
+        for (double a : it->second) axes.push_back(static_cast<int64_t>(a));
+    }
+    size_t r = rank(n, x);
+    for (auto& a : axes)
+      if (a < 0) a += static_cast<int64_t>(r);
+    std::sort(axes.begin(), axes.end());
+    if (r == 4 && axes == std::vector<int64_t>{2, 3}) return global_pool(n, acts, attr_int(n, "keepdims", 1) != 0);
+    eltwise(n, acts);
+  }
+
+  void activation(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    if (acts.size() != 1 || acts[0] != x) return unsupported(n, acts, n.op_type() + " on a computed parameter is not supported");
+    Layer l;
+    l.op = Op::Activation;
+    l.activation = lower_snake(n.op_type());
+    if (n.op_type() == "Clip") {
+      // PyTorch exports ReLU6 and hardtanh as Clip: bounds from inputs (opset 11+) or attributes.
+      std::optional<double> lo = opset_ >= 11 ? const_scalar(n, 1) : attr_float(n, "min");
+      std::optional<double> hi = opset_ >= 11 ? const_scalar(n, 2) : attr_float(n, "max");
+      bool has_hi = opset_ >= 11 ? n.input_size() > 2 && !n.input(2).empty() : attr(n, "max") != nullptr;
+      if (lo && *lo == 0 && hi && *hi == 6) l.activation = "relu6";
+      else if (lo && *lo == 0 && !has_hi) l.activation = "relu";
+    }
+    l.extra_params = trainable_elements(n);  // PReLU's slope
+    Shape in = per_sample(n, x);
+    add(n, l, {x}, n.output(0), in);
+    if (n.op_type() == "Sigmoid" || n.op_type() == "HardSigmoid") gate_input_[n.output(0)] = x;
+  }
+
+  void binary(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& op = n.op_type();
+    const std::string& out = n.output(0);
+    Shape y = per_sample(n, out);
+    if (acts.size() == 1) {
+      const std::string& x = acts[0];
+      // MatMul + Add of a bias vector is how torch exports nn.Linear on some inputs: fold the bias.
+      auto lin = bias_free_linear_.find(x);
+      if (op == "Add" && lin != bias_free_linear_.end() && consumers_[x] == 1 && n.input_size() == 2) {
+        const std::string& b = n.input(0) == x ? n.input(1) : n.input(0);
+        auto bd = shapes_.find(b);
+        Layer& l = g_.layers[lin->second];
+        if (initializers_.count(canonical(b)) && bd != shapes_.end() && bd->second.dims.size() == 1 && bd->second.dims[0] == l.out_features) {
+          l.bias = true;
+          counted_.insert(canonical(b));
+          return alias(out, x);
+        }
+      }
+      // Arithmetic with a constant (a scale, a bias, stochastic depth's noise): elementwise.
+      if (y == per_sample(n, x)) {
+        Layer l;
+        l.op = Op::Activation;
+        l.activation = lower_snake(op);
+        l.extra_params = trainable_elements(n);
+        add(n, l, {x}, out, y);
+        return;
+      }
+      return eltwise(n, acts);
+    }
+    if (op == "Mul" && acts.size() == 2) {
+      // x * sigmoid(x) is how torch exports SiLU (and x * hardsigmoid(x) HardSwish): one activation.
+      for (int k = 0; k < 2; ++k) {
+        const std::string& gate = acts[k];
+        const std::string& other = acts[1 - k];
+        auto gi = gate_input_.find(gate);
+        if (gi == gate_input_.end() || gi->second != other || consumers_[gate] != 1) continue;
+        Layer& l = g_.layers[value(n, gate).layer];
+        l.activation = l.activation == "sigmoid" ? "silu" : "hardswish";
+        return alias(out, gate);
+      }
+      Shape a = per_sample(n, acts[0]), b = per_sample(n, acts[1]);
+      auto gate_of = [](const Shape& gs, const Shape& m) { return !gs.vector && !m.vector && gs.c == m.c && gs.h == 1 && gs.w == 1; };
+      if (a == b || gate_of(a, b) || gate_of(b, a)) {
+        Layer l;
+        l.op = Op::Mul;
+        add(n, l, acts, out, y);
+        return;
+      }
+      return eltwise(n, acts);
+    }
+    if ((op == "Add" || op == "Sum") && acts.size() >= 2 && static_cast<int>(acts.size()) == n.input_size()) {
+      bool same = true;
+      for (const auto& t : acts) same &= per_sample(n, t) == y;
+      if (same) {
+        Layer l;
+        l.op = Op::Add;
+        add(n, l, acts, out, y);
+        return;
+      }
+    }
+    eltwise(n, acts);
+  }
+
+  void concat(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    int64_t axis = attr_int(n, "axis", 1);
+    size_t r = rank(n, n.output(0));
+    if (axis < 0) axis += static_cast<int64_t>(r);
+    if (static_cast<int>(acts.size()) == n.input_size() && r == 4 && axis == 1) {
+      if (acts.size() == 1) return alias(n.output(0), acts[0]);
+      Layer l;
+      l.op = Op::Concat;
+      add(n, l, acts, n.output(0), per_sample(n, n.output(0)));
+      return;
+    }
+    if (axis == 0) fail_at(n, "concatenates along the batch dimension: dtsim keeps samples independent");
+    eltwise(n, acts);
+  }
+
+  void dropout(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    Layer l;
+    l.op = Op::Dropout;
+    std::optional<double> ratio = opset_ >= 12 ? const_scalar(n, 1) : attr_float(n, "ratio");
+    l.dropout_p = ratio ? *ratio : 0.5;
+    if (l.dropout_p < 0 || l.dropout_p > 1) fail_at(n, "ratio must be in [0, 1]");
+    (void)acts;
+    add(n, l, {x}, n.output(0), per_sample(n, x));
+    for (int o = 1; o < n.output_size(); ++o) values_[n.output(o)] = Value{false, -1};  // the mask
+    ++dropouts_;
+  }
+
+  void softmax(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    // A softmax on the class scores at the very end is the loss's own: the loss costs it.
+    const std::string& x = n.input(0);
+    bool is_output = false;
+    for (const auto& o : model_.graph().output()) is_output |= o.name() == n.output(0);
+    if (is_output && consumers_[n.output(0)] == 1 && per_sample(n, x).vector) {
+      Layer l;
+      l.op = Op::SoftmaxCrossEntropy;
+      add(n, l, {x}, n.output(0), Shape{1, 1, 1, true});
+      loss_ = true;
+      return;
+    }
+    eltwise(n, acts);
+  }
+
+  void views(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    if (!value(n, x).activation) return eltwise(n, acts);  // e.g. gathering rows of an embedding table
+    if (n.op_type() == "Gather") {
+      int64_t axis = attr_int(n, "axis", 0);
+      if (axis == 0 || axis == -static_cast<int64_t>(rank(n, x))) fail_at(n, "gathers along the batch dimension: dtsim keeps samples independent");
+      if (acts.size() != 1) return eltwise(n, acts);
+    }
+    for (int o = 0; o < n.output_size(); ++o)
+      if (!n.output(o).empty() && consumers_[n.output(o)]) view(n, x, n.output(o));
+  }
+
+  void transpose(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    auto perm = attr_ints(n, "perm");
+    if (perm.empty() || perm[0] != 0) fail_at(n, "moves the batch dimension (perm " + dims_str(perm) + "): dtsim keeps samples independent");
+    eltwise(n, acts);  // PyTorch's transpose is a view, but the .contiguous() that follows copies
+  }
+
+  void node(const onnx::NodeProto& n, int) {
+    const std::string& op = n.op_type();
+    std::vector<std::string> acts;
+    for (const auto& in : n.input()) {
+      if (in.empty()) continue;
+      if (value(n, in).activation && std::find(acts.begin(), acts.end(), in) == acts.end()) acts.push_back(in);
+    }
+    bool known_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (acts.empty() || (known_domain && kShapeOps.count(op))) {
+      for (const auto& o : n.output()) values_[o] = Value{false, -1};  // constants and shape arithmetic
+      if (op == "Identity" && known_domain && n.input_size() == 1 && n.output_size() == 1 && initializers_.count(canonical(n.input(0))))
+        initializer_alias_[n.output(0)] = canonical(n.input(0));
+      return;
+    }
+    for (const auto& o : n.output())
+      if (!o.empty() && values_.count(o)) fail_at(n, "writes '" + o + "', which an earlier node or initializer already defines");
+    if (!known_domain) return unsupported(n, acts, "operator '" + op + "' of domain '" + n.domain() + "' is not an ONNX operator");
+    if (op == "Conv") return conv(n, acts);
+    if (op == "Gemm") return gemm(n, acts, false);
+    if (op == "MatMul") return gemm(n, acts, true);
+    if (op == "BatchNormalization") return batchnorm(n, acts);
+    if (op == "MaxPool" || op == "AveragePool") return pool(n, acts);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool(n, acts, true);
+    if (op == "ReduceMean") return reduce_mean(n, acts);
+    if (kUnaryActivations.count(op)) return activation(n, acts);
+    if (kBinary.count(op)) return binary(n, acts);
+    if (op == "Concat") return concat(n, acts);
+    if (op == "Dropout") return dropout(n, acts);
+    if (op == "Softmax" || op == "LogSoftmax") return softmax(n, acts);
+    if (kViews.count(op)) return views(n, acts);
+    if (op == "Transpose") return transpose(n, acts);
+    if (op == "Pad" || op == "Expand" || op == "Tile") return eltwise(n, acts);
+    unsupported(n, acts, "operator '" + op + "' is not supported");
+  }
+
+  // ---- the end: loss, checks, notes --------------------------------------------------------------------
+
+  void outputs() {
+    const auto& graph = model_.graph();
+    std::vector<std::string> outs;
+    for (const auto& o : graph.output()) {
+      auto it = values_.find(o.name());
+      if (it == values_.end()) fail("graph output '" + o.name() + "' is produced by no node");
+      if (it->second.activation) outs.push_back(o.name());
+    }
+    if (outs.empty()) fail("no graph output depends on the input");
+    if (outs.size() > 1)
+      g_.notes.push_back(path_ + ": " + std::to_string(outs.size()) + " outputs; the loss is on the first ('" + outs[0] +
+                         "'); the layers feeding only the others are costed as if their outputs were part of the loss");
+    if (loss_) return;
+    const std::string& o = outs[0];
+    const Value& v = values_[o];
+    if (v.layer < 0) fail("graph output '" + o + "' is the input itself");
+    Shape s = expected_[v.layer];
+    Layer l;
+    l.op = Op::SoftmaxCrossEntropy;
+    l.name = unique_name("loss");
+    l.inputs = {v.layer};
+    if (!s.vector) {
+      if (!opt_.allow_unknown_ops)
+        fail("graph output '" + o + "' is " + s.str() + " per sample: dtsim adds a softmax cross-entropy loss to a vector of class scores; pass --allow-unknown-ops to cost a loss over it by roofline");
+      l.op = Op::Eltwise;
+      l.source_op = "loss";
+      l.roofline_only = true;
+      l.given_out = Shape{1, 1, 1, true};
+      unknown_["loss"].push_back(l.name);
+    }
+    g_.layers.push_back(l);
+    expected_.push_back(Shape{1, 1, 1, true});
+    origin_.push_back(path_ + ": the loss on output '" + o + "'");
+  }
+
+  // dtsim infers every shape again with its own (PyTorch's) rules; a disagreement with ONNX means the
+  // mapping lost something (padding, a layout), and the costs would be wrong.
+  void check_shapes() {
+    try {
+      infer_shapes(g_, path_);
+    } catch (const InputError& e) {
+      // Point at the node rather than at dtsim's layer list.
+      const std::string& w = e.where();
+      auto open = w.find("$.layers[");
+      if (open != std::string::npos) {
+        size_t i = std::stoul(w.substr(open + 9));
+        if (i < origin_.size()) throw InputError(origin_[i], e.rule());
+      }
+      throw;
+    }
+    for (size_t i = 0; i < g_.layers.size(); ++i)
+      if (!(g_.layers[i].out == expected_[i]))
+        throw InputError(origin_[i], "dtsim infers the output " + g_.layers[i].out.str() + " but ONNX shape inference " + expected_[i].str());
+  }
+
+  void add_notes() {
+    const std::string reexport = "re-export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)";
+    if (inference_bns_ > 0)
+      g_.notes.push_back(path_ + ": an eval-mode export: " + std::to_string(inference_bns_) + " of " + std::to_string(batchnorms_) +
+                         " BatchNormalization nodes use running statistics (first: '" + inference_bn_ +
+                         "'); costed as training batchnorm, but dropout may be missing: " + reexport);
+    else if (batchnorms_ == 0 && dropouts_ == 0 && convs_ > 0 && conv_biases_ == convs_)
+      g_.notes.push_back(path_ + ": looks like an eval-mode export (every Conv has a bias and there is no BatchNormalization or Dropout: batchnorm folded into the convolutions?); training would be costed without batchnorm: " +
+                         reexport + " (ignore this if the network has neither)");
+    if (!unknown_.empty()) {
+      std::string list;
+      size_t count = 0;
+      for (const auto& [op, nodes] : unknown_) {
+        list += (list.empty() ? "" : ", ") + op + " x" + std::to_string(nodes.size()) + " (first: '" + nodes[0] + "')";
+        count += nodes.size();
+      }
+      g_.notes.push_back(path_ + ": --allow-unknown-ops: " + std::to_string(count) + (count == 1 ? " operator" : " operators") +
+                         " dtsim does not know costed by roofline as kernels moving their inputs and outputs: " + list);
+    }
+    if (!asymmetric_pads_.empty())
+      g_.notes.push_back(path_ + ": " + std::to_string(asymmetric_pads_.size()) + (asymmetric_pads_.size() == 1 ? " node pads" : " nodes pad") +
+                         " asymmetrically (first: '" + asymmetric_pads_[0] +
+                         "'); costed with the symmetric padding that gives the same output size");
+  }
+
+  std::string path_;
+  ModelLoadOptions opt_;
+  onnx::ModelProto model_, prepared_;
+  std::optional<std::string> reason_;
+  int64_t opset_ = 0;
+  int max_opset_ = 0;
+  std::string input_name_;
+  std::unordered_map<const onnx::NodeProto*, int> node_index_;
+  std::unordered_map<std::string, TensorInfo> shapes_;
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
+  std::unordered_map<std::string, std::string> initializer_alias_;  // Identity outputs of initializers -> the initializer
+  std::unordered_map<std::string, std::vector<double>> constants_;
+  std::unordered_map<std::string, int> consumers_;
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, std::string> gate_input_;     // sigmoid output -> its input
+  std::unordered_map<std::string, int> bias_free_linear_;       // MatMul output -> its layer
+  std::set<std::string> counted_;                               // initializers already counted as parameters
+  std::set<std::string> used_names_;
+  std::map<std::string, std::vector<std::string>> unknown_;     // op type -> nodes costed by roofline
+  std::vector<std::string> asymmetric_pads_;
+  int convs_ = 0, conv_biases_ = 0, batchnorms_ = 0, inference_bns_ = 0, dropouts_ = 0;
+  std::string inference_bn_;
+  bool loss_ = false;
+  Graph g_;
+  std::vector<Shape> expected_;      // per layer: the output shape ONNX inferred
+  std::vector<std::string> origin_;  // per layer: the node it comes from, for errors
+};
+
+}  // namespace
+
+const std::vector<std::string>& onnx_supported_ops() {
+  static const std::vector<std::string> ops = [] {
+    std::set<std::string> s = {"Conv", "Gemm", "MatMul", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                               "ReduceMean", "Concat", "Dropout", "Softmax", "LogSoftmax", "Transpose", "Pad", "Expand", "Tile"};
+    s.insert(kUnaryActivations.begin(), kUnaryActivations.end());
+    s.insert(kBinary.begin(), kBinary.end());
+    s.insert(kViews.begin(), kViews.end());
+    s.insert(kShapeOps.begin(), kShapeOps.end());
+    return std::vector<std::string>(s.begin(), s.end());
+  }();
+  return ops;
+}
+
+Graph import_onnx(const std::string& path, const ModelLoadOptions& options) {
+  if (options.batch < 1) throw InputError(path, "the batch for ONNX shape inference must be positive");
+  try {
+    Graph g = Importer(path, options).run();
+    for (auto& n : g.notes) n = printable(n);
+    return g;
+  } catch (const InputError& e) {
+    throw InputError(printable(e.where()), printable(e.rule()));
+  } catch (const std::exception& e) {
+    // libonnx and protobuf throw their own errors on malformed graphs: still the file's fault.
+    throw InputError(path, "malformed ONNX model: " + printable(first_line(e.what())));
+  }
+}
+
+}  // namespace dtsim
