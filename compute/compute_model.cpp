@@ -2,29 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
-#include <utility>
 
 #include "core/error.hpp"
-#include "compute/impl/mlp/mlp_model.hpp"
-#include "compute/impl/roofline/roofline_model.hpp"
 
 namespace dtsim {
-
-namespace {
-using Factory = std::function<std::unique_ptr<ComputeModel>(const GpuSpec&)>;
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
-      {"auto", [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> {
-         if (mlp::have_predictors()) return std::make_unique<mlp::MlpComputeModel>(g);
-         return std::make_unique<RooflineModel>(g);
-       }},
-      {"mlp", [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> { return std::make_unique<mlp::MlpComputeModel>(g); }},
-      {"roofline", [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> { return std::make_unique<RooflineModel>(g); }},
-  };
-  return r;
-}
-}  // namespace
 
 static bool same_kernel(const KernelDesc& a, const KernelDesc& b) {
   return a.kind == b.kind && a.pass == b.pass && a.math == b.math && a.layer == b.layer && a.shape == b.shape && a.flops == b.flops &&
@@ -49,18 +30,11 @@ void RememberingComputeModel::times(const std::vector<KernelDesc>& ks, std::vect
   if (recent_.size() > capacity_) recent_.pop_back();
 }
 
-std::vector<std::string> compute_model_names() {
-  std::vector<std::string> n;
-  for (const auto& [name, f] : registry()) n.push_back(name);
-  return n;
-}
+std::vector<std::string> compute_model_names() { return ComputeModelRegistry::get().names(); }
 
 std::unique_ptr<ComputeModel> make_compute_model(const std::string& name, const GpuSpec& gpu) {
-  for (const auto& [n, f] : registry())
-    if (n == name) return f(gpu);
-  std::string known;
-  for (const auto& n : compute_model_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError("--compute-model", "unknown compute model '" + name + "' (" + known + ")");
+  if (auto m = ComputeModelRegistry::get().make(name, gpu)) return m;
+  throw InputError("--compute-model", "unknown compute model '" + name + "' (" + ComputeModelRegistry::get().joined_names() + ")");
 }
 
 }  // namespace dtsim

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/registry.hpp"
 #include "workload/kernels.hpp"
 #include "hardware/gpu_spec.hpp"
 
@@ -62,8 +63,11 @@ class RememberingComputeModel : public ComputeModel {
   mutable size_t misses_ = 0;
 };
 
-// "roofline", "mlp" (measured predictors, scaled by the roofline ratio to GPUs never measured) or
-// "auto": mlp where predictors exist, the roofline otherwise.
+// Compute models by name; each registers itself in its impl/ file (DTSIM_REGISTER): "roofline",
+// "mlp" (measured predictors, scaled by the roofline ratio to GPUs never measured) and "auto" (mlp
+// where predictors exist, the roofline otherwise).
+using ComputeModelRegistry = Registry<ComputeModel, const GpuSpec&>;
+// InputError("--compute-model") for a name nobody registered.
 std::unique_ptr<ComputeModel> make_compute_model(const std::string& name, const GpuSpec& gpu);
 std::vector<std::string> compute_model_names();
 

@@ -119,4 +119,13 @@ KernelTime MlpComputeModel::time(const KernelDesc& k) const {
   return out[0];
 }
 
+DTSIM_REGISTER(ComputeModelRegistry, {"mlp", 1, "measured predictors (kernels_mlp/pretrained/), scaled by the roofline ratio to GPUs never measured",
+                                       [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> { return std::make_unique<MlpComputeModel>(g); }})
+// "auto" lives here because it chooses between this model and the roofline.
+DTSIM_REGISTER(ComputeModelRegistry, {"auto", 0, "mlp where measured predictors exist, the roofline otherwise",
+                                       [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> {
+                                         if (have_predictors()) return std::make_unique<MlpComputeModel>(g);
+                                         return std::make_unique<RooflineModel>(g);
+                                       }})
+
 }  // namespace dtsim::mlp

@@ -29,4 +29,7 @@ KernelTime RooflineModel::time(const KernelDesc& k) const {
   return KernelTime{std::max(c, m) + gpu_.kernel_overhead_s, m > c, TimeSource::Roofline, true};
 }
 
+DTSIM_REGISTER(ComputeModelRegistry, {"roofline", 2, "analytical: FLOPs at the attained peak of the math unit, bytes at the attained memory bandwidth, plus a fixed cost per kernel",
+                                       [](const GpuSpec& g) -> std::unique_ptr<ComputeModel> { return std::make_unique<RooflineModel>(g); }})
+
 }  // namespace dtsim
