@@ -81,9 +81,10 @@ def jobs(kernel_stride):
     out = []
     for d in validation_sets():
         tag = "validate_" + "_".join(d.relative_to(ROOT / "validation" / "data").parts)
-        out.append((f"{tag}.table", ["validate", "--measured", str(d), "--layers"]))
-        out.append((f"{tag}.csv", ["validate", "--measured", str(d), "--format", "csv"]))
-        out.append((f"{tag}.json", ["validate", "--measured", str(d), "--format", "json"]))
+        rel = str(d.relative_to(ROOT))  # relative: outputs must not depend on where the checkout is
+        out.append((f"{tag}.table", ["validate", "--measured", rel, "--layers"]))
+        out.append((f"{tag}.csv", ["validate", "--measured", rel, "--format", "csv"]))
+        out.append((f"{tag}.json", ["validate", "--measured", rel, "--format", "json"]))
     zoo = ["--model", ",".join(ZOO), "--batch-per-gpu", "1..128:x2", "--gpus", "1..8192:x2", "--cluster-nodes", "1024"]
     for fmt in ["table", "csv", "json"]:
         out.append((f"sweep_zoo.{fmt}", ["sweep", *zoo, "--format", fmt]))
@@ -135,8 +136,8 @@ def jobs(kernel_stride):
     for fmt in ["table", "csv", "json"]:
         out.append((f"strategies.{fmt}", ["strategies", "--format", fmt]))
     for gpus in [2, 4]:
-        f = ROOT / "validation" / "data" / "h100-sxm" / "collective" / f"allreduce_{gpus}gpu.json"
-        out.append((f"calibrate_{gpus}.json", ["calibrate", "--measured", str(f), "--format", "json"]))
+        f = f"validation/data/h100-sxm/collective/allreduce_{gpus}gpu.json"
+        out.append((f"calibrate_{gpus}.json", ["calibrate", "--measured", f, "--format", "json"]))
     out.append(("plan.json", ["plan", "--model", "resnet50", "--cluster", "h100-sxm,a100-sxm", "--gpus", "8..64:+8",
                               "--batch-per-gpu", "32,64", "--precision", "fp32,bf16", "--epochs", "1",
                               "--dataset-size", "1281167", "--format", "json"]))
