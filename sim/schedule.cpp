@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "compute/impl/mlp/features.hpp"
+#include "compute/kernel_key.hpp"
 
 namespace dtsim {
 
 std::string framework_kernel_key(const KernelDesc& k) {
-  std::string key = mlp::predictor_key(k);
+  std::string key = predictor_key(k);
   // FP16 kernels share the bf16 predictors, and PyTorch runs the same ops for both, except batchnorm:
   // PyTorch runs bf16 batchnorm with its own kernels but fp16 batchnorm with cuDNN's, the kernels the
   // harness measured (torch.profiler, resnet50 b64 on one H100: 15.0 ms against 9.7 ms per step,

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "workload/kernel_spec.hpp"
 #include "workload/kernels.hpp"
 #include "compute/compute_model.hpp"
 
@@ -92,4 +93,39 @@ TEST_CASE("the roofline takes the larger floor and adds the per-kernel cost") {
   k.bytes = 0;
   CHECK(model->time(k).seconds == Approx(1e-6));  // an empty kernel still costs its launch
   CHECK_THROWS(make_compute_model("nope", gpu));
+}
+
+TEST_CASE("kind and pass names read back to the kind and pass they name") {
+  for (int i = 0; i < kKernelKinds; ++i) CHECK(parse_kind(kind_name(static_cast<KernelKind>(i))) == static_cast<KernelKind>(i));
+  for (int i = 0; i < kPasses; ++i) CHECK(parse_pass(pass_name(static_cast<Pass>(i))) == static_cast<Pass>(i));
+  CHECK(!parse_kind("conv"));
+  CHECK(!parse_pass("backward"));
+}
+
+TEST_CASE("math modes follow PyTorch's defaults per kind and precision") {
+  const Precision precisions[] = {Precision::FP32, Precision::TF32, Precision::BF16, Precision::FP16};
+  const MathMode conv[] = {MathMode::TF32, MathMode::TF32, MathMode::BF16, MathMode::FP16};
+  const MathMode gemm[] = {MathMode::FP32, MathMode::TF32, MathMode::BF16, MathMode::FP16};
+  const MathMode vector[] = {MathMode::FP32, MathMode::FP32, MathMode::BF16, MathMode::FP16};
+  for (int p = 0; p < 4; ++p) {
+    CHECK(math_mode_for(KernelKind::Conv2d, precisions[p]) == conv[p]);
+    CHECK(math_mode_for(KernelKind::Gemm, precisions[p]) == gemm[p]);
+    for (KernelKind k : {KernelKind::BatchNorm, KernelKind::Activation, KernelKind::Pool, KernelKind::Add, KernelKind::Concat,
+                         KernelKind::Dropout, KernelKind::Eltwise})
+      CHECK(math_mode_for(k, precisions[p]) == vector[p]);
+    CHECK(math_mode_for(KernelKind::SoftmaxCE, precisions[p]) == MathMode::FP32);
+    CHECK(math_mode_for(KernelKind::SgdUpdate, precisions[p]) == MathMode::FP32);
+  }
+}
+
+TEST_CASE("a kernel spec fills PyTorch's defaults and names the flag to fix") {
+  KernelDesc k = parse_kernel_spec({"conv2d", "fwd", "fp32", "N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", ""});
+  CHECK(k.math == MathMode::TF32);
+  CHECK(k.shape[7] == 1);   // stride_h
+  CHECK(k.shape[9] == 1);   // pad_h
+  CHECK(k.shape[13] == 1);  // groups
+  CHECK(k.flops > 0);
+  CHECK_THROWS_WITH(parse_kernel_spec({"concat", "fwd", "fp32", "elements=4", ""}), Catch::Contains("--kind"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"gemm", "bwd_filter", "fp32", "M=1,N=1,K=1", ""}), Catch::Contains("not a pass of gemm"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"pool", "fwd", "fp32", "N=1,C=1,H=4,W=4,R=2,S=2,Q=3", ""}), Catch::Contains("'Q' is not a field of pool"));
 }

@@ -27,6 +27,11 @@ const char* op_name(Op op) {
   return "?";
 }
 
+const std::vector<std::string>& activation_names() {
+  static const std::vector<std::string> names = {"relu", "relu6", "sigmoid", "tanh", "silu", "gelu", "hardswish"};
+  return names;
+}
+
 std::string Shape::str() const {
   if (vector) return std::to_string(c);
   return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
@@ -95,123 +100,164 @@ static constexpr double kMaxLayerMacs = 1099511627776.0;        // 2^40
 
 static double elements_of(const Shape& s) { return static_cast<double>(s.c) * static_cast<double>(s.h) * static_cast<double>(s.w); }
 
+namespace {
+
+// One layer under check: its place in the source for errors, and the rules several ops share.
+struct LayerCheck {
+  const Layer& l;
+  std::string where;
+
+  [[noreturn]] void fail(const std::string& rule) const { throw InputError(where, rule); }
+  void need_map() const {
+    if (l.in[0].vector) fail(std::string(op_name(l.op)) + " needs a C x H x W input, got a vector of " + std::to_string(l.in[0].c));
+  }
+  void need_one() const {
+    if (l.in.size() != 1) fail(std::string(op_name(l.op)) + " takes exactly one input");
+  }
+};
+
+// Fills l.in from the layers it reads and counts it as their consumer.
+void connect_inputs(Graph& g, size_t i, const LayerCheck& check) {
+  Layer& l = g.layers[i];
+  l.in.clear();
+  for (int idx : l.inputs) {
+    if (idx >= static_cast<int>(i)) check.fail("input must be a layer listed earlier");
+    l.in.push_back(idx < 0 ? g.input : g.layers[idx].out);
+    if (idx >= 0) g.layers[idx].consumers++;
+  }
+  if (l.in.empty()) check.fail("has no input");
+}
+
+Shape conv2d_output(const LayerCheck& check) {
+  const Layer& l = check.l;
+  const Shape& x = l.in[0];
+  check.need_one(); check.need_map();
+  if (x.c % l.groups != 0) check.fail("input channels " + std::to_string(x.c) + " not divisible by groups " + std::to_string(l.groups));
+  if (l.out_channels % l.groups != 0) check.fail("out_channels not divisible by groups");
+  int64_t ho = pool_out(x.h, l.kh, l.sh, l.ph, l.dh, false), wo = pool_out(x.w, l.kw, l.sw, l.pw, l.dw, false);
+  if (ho <= 0 || wo <= 0) check.fail("kernel larger than the padded input " + x.str());
+  return Shape{l.out_channels, ho, wo, false};
+}
+
+Shape pool_output(const LayerCheck& check) {
+  const Layer& l = check.l;
+  const Shape& x = l.in[0];
+  check.need_one(); check.need_map();
+  if (l.ph * 2 > l.kh || l.pw * 2 > l.kw) check.fail("padding must be at most half the kernel");
+  int64_t ho = pool_out(x.h, l.kh, l.sh, l.ph, 1, l.ceil_mode), wo = pool_out(x.w, l.kw, l.sw, l.pw, 1, l.ceil_mode);
+  if (ho <= 0 || wo <= 0) check.fail("kernel larger than the padded input " + x.str());
+  return Shape{x.c, ho, wo, false};
+}
+
+Shape add_output(const LayerCheck& check) {
+  const std::vector<Shape>& in = check.l.in;
+  if (in.size() < 2) check.fail("add takes two or more inputs");
+  for (const auto& s : in)
+    if (!(s == in[0])) check.fail("add inputs differ in shape: " + in[0].str() + " and " + s.str());
+  return in[0];
+}
+
+Shape concat_output(const LayerCheck& check) {
+  const std::vector<Shape>& in = check.l.in;
+  const Shape& x = in[0];
+  if (in.size() < 2) check.fail("concat takes two or more inputs");
+  int64_t c = 0;
+  for (const auto& s : in) {
+    if (s.vector || s.h != x.h || s.w != x.w) check.fail("concat inputs must be feature maps of equal height and width: " + x.str() + " and " + s.str());
+    c += s.c;
+  }
+  return Shape{c, x.h, x.w, false};
+}
+
+// Same shapes, or a per-channel gate C x 1 x 1 scaling a C x H x W map (either order).
+Shape mul_output(const LayerCheck& check) {
+  const std::vector<Shape>& in = check.l.in;
+  if (in.size() != 2) check.fail("mul takes exactly two inputs");
+  const Shape& x = in[0];
+  const Shape& y = in[1];
+  auto is_gate_of = [](const Shape& gate, const Shape& map) {
+    return !gate.vector && !map.vector && gate.c == map.c && gate.h == 1 && gate.w == 1;
+  };
+  if (x == y || is_gate_of(y, x)) return x;
+  if (is_gate_of(x, y)) return y;
+  check.fail("mul inputs must have equal shapes or one must be a C x 1 x 1 gate of the other: " + x.str() + " and " + y.str());
+}
+
+// The layer's output shape from its inputs, or an InputError for inputs its op cannot take.
+Shape output_shape(const LayerCheck& check, bool last_layer) {
+  const Layer& l = check.l;
+  const Shape& x = l.in[0];
+  switch (l.op) {
+    case Op::Conv2d: return conv2d_output(check);
+    case Op::MaxPool2d:
+    case Op::AvgPool2d: return pool_output(check);
+    case Op::AdaptiveAvgPool2d:
+      check.need_one(); check.need_map();
+      return Shape{x.c, l.out_h, l.out_w, false};
+    case Op::Linear:
+      check.need_one();
+      if (!x.vector) check.fail("linear needs a vector input (add a flatten layer), got " + x.str());
+      return Shape{l.out_features, 1, 1, true};
+    case Op::BatchNorm2d:
+      check.need_one(); check.need_map();
+      return x;
+    case Op::Activation:
+    case Op::Dropout:
+      check.need_one();
+      return x;
+    case Op::Flatten:
+      check.need_one();
+      return Shape{x.elements(), 1, 1, true};
+    case Op::Add: return add_output(check);
+    case Op::Concat: return concat_output(check);
+    case Op::Mul: return mul_output(check);
+    case Op::View:
+      check.need_one();
+      if (l.given_out.elements() <= 0 || l.given_out.elements() > x.elements())
+        check.fail("a view must have between 1 and " + std::to_string(x.elements()) + " elements per sample, got " + l.given_out.str());
+      return l.given_out;
+    case Op::Eltwise:
+      if (l.given_out.c <= 0 || l.given_out.h <= 0 || l.given_out.w <= 0) check.fail("output shape must be positive, got " + l.given_out.str());
+      return l.given_out;
+    case Op::SoftmaxCrossEntropy:
+      check.need_one();
+      if (!x.vector) check.fail("softmax_cross_entropy needs a vector of class scores, got " + x.str());
+      if (!last_layer) check.fail("softmax_cross_entropy must be the last layer");
+      return Shape{1, 1, 1, true};
+  }
+  return l.out;
+}
+
+// The size limits, checked in floating point before anything multiplies the sizes in int64.
+void check_size(const LayerCheck& check) {
+  const Layer& l = check.l;
+  const Shape& x = l.in[0];
+  if (l.out.c <= 0 || l.out.h <= 0 || l.out.w <= 0) check.fail("output shape must be positive, got " + l.out.str());
+  if (elements_of(l.out) > kMaxElementsPerSample) check.fail("output " + l.out.str() + " has more than 2^34 elements per sample");
+  double per_out = 0, params = static_cast<double>(l.extra_params);
+  if (l.op == Op::Conv2d) {
+    per_out = static_cast<double>(x.c / l.groups) * static_cast<double>(l.kh) * static_cast<double>(l.kw);
+    params = static_cast<double>(l.out_channels) * per_out;
+  } else if (l.op == Op::Linear) {
+    per_out = static_cast<double>(x.c);
+    params = static_cast<double>(l.out_features) * per_out;
+  }
+  if (params > kMaxLayerParams) check.fail("more than 2^36 parameters in one layer");
+  if (elements_of(l.out) * per_out > kMaxLayerMacs) check.fail("more than 2^40 multiply-accumulates per sample in one layer");
+}
+
+}  // namespace
+
 void infer_shapes(Graph& g, const std::string& what) {
   if (g.input.c <= 0 || g.input.h <= 0 || g.input.w <= 0) throw InputError(what + ": $.input", "sizes must be positive");
   if (elements_of(g.input) > kMaxElementsPerSample)
     throw InputError(what + ": $.input", "more than 2^34 elements per sample (" + g.input.str() + ")");
   for (size_t i = 0; i < g.layers.size(); ++i) {
     Layer& l = g.layers[i];
-    std::string where = what + ": $.layers[" + std::to_string(i) + "] (" + l.name + ")";
-    auto fail = [&](const std::string& rule) { throw InputError(where, rule); };
-    l.in.clear();
-    for (int idx : l.inputs) {
-      if (idx >= static_cast<int>(i)) fail("input must be a layer listed earlier");
-      l.in.push_back(idx < 0 ? g.input : g.layers[idx].out);
-      if (idx >= 0) g.layers[idx].consumers++;
-    }
-    if (l.in.empty()) fail("has no input");
-    const Shape& x = l.in[0];
-    auto need_map = [&]() { if (x.vector) fail(std::string(op_name(l.op)) + " needs a C x H x W input, got a vector of " + std::to_string(x.c)); };
-    auto need_one = [&]() { if (l.in.size() != 1) fail(std::string(op_name(l.op)) + " takes exactly one input"); };
-    switch (l.op) {
-      case Op::Conv2d: {
-        need_one(); need_map();
-        if (x.c % l.groups != 0) fail("input channels " + std::to_string(x.c) + " not divisible by groups " + std::to_string(l.groups));
-        if (l.out_channels % l.groups != 0) fail("out_channels not divisible by groups");
-        int64_t ho = pool_out(x.h, l.kh, l.sh, l.ph, l.dh, false), wo = pool_out(x.w, l.kw, l.sw, l.pw, l.dw, false);
-        if (ho <= 0 || wo <= 0) fail("kernel larger than the padded input " + x.str());
-        l.out = Shape{l.out_channels, ho, wo, false};
-        break;
-      }
-      case Op::MaxPool2d:
-      case Op::AvgPool2d: {
-        need_one(); need_map();
-        if (l.ph * 2 > l.kh || l.pw * 2 > l.kw) fail("padding must be at most half the kernel");
-        int64_t ho = pool_out(x.h, l.kh, l.sh, l.ph, 1, l.ceil_mode), wo = pool_out(x.w, l.kw, l.sw, l.pw, 1, l.ceil_mode);
-        if (ho <= 0 || wo <= 0) fail("kernel larger than the padded input " + x.str());
-        l.out = Shape{x.c, ho, wo, false};
-        break;
-      }
-      case Op::AdaptiveAvgPool2d:
-        need_one(); need_map();
-        l.out = Shape{x.c, l.out_h, l.out_w, false};
-        break;
-      case Op::Linear:
-        need_one();
-        if (!x.vector) fail("linear needs a vector input (add a flatten layer), got " + x.str());
-        l.out = Shape{l.out_features, 1, 1, true};
-        break;
-      case Op::BatchNorm2d:
-        need_one(); need_map();
-        l.out = x;
-        break;
-      case Op::Activation:
-      case Op::Dropout:
-        need_one();
-        l.out = x;
-        break;
-      case Op::Flatten:
-        need_one();
-        l.out = Shape{x.elements(), 1, 1, true};
-        break;
-      case Op::Add:
-        if (l.in.size() < 2) fail("add takes two or more inputs");
-        for (const auto& s : l.in)
-          if (!(s == x)) fail("add inputs differ in shape: " + x.str() + " and " + s.str());
-        l.out = x;
-        break;
-      case Op::Concat: {
-        if (l.in.size() < 2) fail("concat takes two or more inputs");
-        int64_t c = 0;
-        for (const auto& s : l.in) {
-          if (s.vector || s.h != x.h || s.w != x.w) fail("concat inputs must be feature maps of equal height and width: " + x.str() + " and " + s.str());
-          c += s.c;
-        }
-        l.out = Shape{c, x.h, x.w, false};
-        break;
-      }
-      case Op::Mul: {
-        // Same shapes, or a per-channel gate C x 1 x 1 scaling a C x H x W map (either order).
-        if (l.in.size() != 2) fail("mul takes exactly two inputs");
-        const Shape& y = l.in[1];
-        auto is_gate_of = [](const Shape& gate, const Shape& map) {
-          return !gate.vector && !map.vector && gate.c == map.c && gate.h == 1 && gate.w == 1;
-        };
-        if (x == y || is_gate_of(y, x)) l.out = x;
-        else if (is_gate_of(x, y)) l.out = y;
-        else fail("mul inputs must have equal shapes or one must be a C x 1 x 1 gate of the other: " + x.str() + " and " + y.str());
-        break;
-      }
-      case Op::View:
-        need_one();
-        if (l.given_out.elements() <= 0 || l.given_out.elements() > x.elements())
-          fail("a view must have between 1 and " + std::to_string(x.elements()) + " elements per sample, got " + l.given_out.str());
-        l.out = l.given_out;
-        break;
-      case Op::Eltwise:
-        if (l.given_out.c <= 0 || l.given_out.h <= 0 || l.given_out.w <= 0) fail("output shape must be positive, got " + l.given_out.str());
-        l.out = l.given_out;
-        break;
-      case Op::SoftmaxCrossEntropy:
-        need_one();
-        if (!x.vector) fail("softmax_cross_entropy needs a vector of class scores, got " + x.str());
-        if (i + 1 != g.layers.size()) fail("softmax_cross_entropy must be the last layer");
-        l.out = Shape{1, 1, 1, true};
-        break;
-    }
-    // Checked in floating point before anything multiplies the sizes in int64.
-    if (l.out.c <= 0 || l.out.h <= 0 || l.out.w <= 0) fail("output shape must be positive, got " + l.out.str());
-    if (elements_of(l.out) > kMaxElementsPerSample) fail("output " + l.out.str() + " has more than 2^34 elements per sample");
-    double per_out = 0, params = static_cast<double>(l.extra_params);
-    if (l.op == Op::Conv2d) {
-      per_out = static_cast<double>(x.c / l.groups) * static_cast<double>(l.kh) * static_cast<double>(l.kw);
-      params = static_cast<double>(l.out_channels) * per_out;
-    } else if (l.op == Op::Linear) {
-      per_out = static_cast<double>(x.c);
-      params = static_cast<double>(l.out_features) * per_out;
-    }
-    if (params > kMaxLayerParams) fail("more than 2^36 parameters in one layer");
-    if (elements_of(l.out) * per_out > kMaxLayerMacs) fail("more than 2^40 multiply-accumulates per sample in one layer");
+    const LayerCheck check{l, what + ": $.layers[" + std::to_string(i) + "] (" + l.name + ")"};
+    connect_inputs(g, i, check);
+    l.out = output_shape(check, i + 1 == g.layers.size());
+    check_size(check);
   }
   if (g.layers.empty()) throw InputError(what + ": $.layers", "must hold at least one layer");
 }

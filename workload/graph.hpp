@@ -28,6 +28,10 @@ enum class Op {
 
 const char* op_name(Op op);
 
+// The activations dtsim knows by name: the ops of a model JSON that are an Op::Activation, and the
+// variants `dtsim kernel --kind activation` takes.
+const std::vector<std::string>& activation_names();
+
 // A per-sample tensor: a C x H x W feature map, or a vector of C features (h = w = 1).
 struct Shape {
   int64_t c = 0, h = 1, w = 1;

@@ -43,6 +43,34 @@ const char* pass_name(Pass p) {
   return "?";
 }
 
+std::optional<KernelKind> parse_kind(const std::string& name) {
+  for (int i = 0; i < kKernelKinds; ++i)
+    if (name == kind_name(static_cast<KernelKind>(i))) return static_cast<KernelKind>(i);
+  return std::nullopt;
+}
+
+std::optional<Pass> parse_pass(const std::string& name) {
+  for (int i = 0; i < kPasses; ++i)
+    if (name == pass_name(static_cast<Pass>(i))) return static_cast<Pass>(i);
+  return std::nullopt;
+}
+
+MathMode math_mode_for(KernelKind kind, Precision p) {
+  const bool sixteen = p == Precision::BF16 || p == Precision::FP16;
+  const MathMode sixteen_mode = p == Precision::BF16 ? MathMode::BF16 : MathMode::FP16;
+  switch (kind) {
+    case KernelKind::Conv2d:  // cuDNN's allow_tf32 is on by default: TF32 under fp32 and tf32 alike
+      return sixteen ? sixteen_mode : MathMode::TF32;
+    case KernelKind::Gemm:  // cuBLAS's matmuls run in TF32 only when asked to
+      return sixteen ? sixteen_mode : p == Precision::TF32 ? MathMode::TF32 : MathMode::FP32;
+    case KernelKind::SoftmaxCE:  // autocast runs the loss in FP32
+    case KernelKind::SgdUpdate:  // the optimizer updates the FP32 parameters
+      return MathMode::FP32;
+    default:  // memory-bound kernels, on CUDA cores in the activations' type
+      return sixteen ? sixteen_mode : MathMode::FP32;
+  }
+}
+
 const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
   static const std::vector<const char*> conv = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "groups"};
   static const std::vector<const char*> gemm = {"M", "N", "K", "transA", "transB"};
@@ -140,31 +168,6 @@ void set_cost(KernelDesc& k) {
 
 namespace {
 
-// The math convolutions and matmuls run in, per training precision (PyTorch's defaults).
-MathMode conv_math(Precision p) {
-  switch (p) {
-    case Precision::FP32: case Precision::TF32: return MathMode::TF32;
-    case Precision::BF16: return MathMode::BF16;
-    case Precision::FP16: return MathMode::FP16;
-  }
-  return MathMode::FP32;
-}
-
-MathMode gemm_math(Precision p) {
-  switch (p) {
-    case Precision::FP32: return MathMode::FP32;
-    case Precision::TF32: return MathMode::TF32;
-    case Precision::BF16: return MathMode::BF16;
-    case Precision::FP16: return MathMode::FP16;
-  }
-  return MathMode::FP32;
-}
-
-// Memory-bound kernels run on CUDA cores in the activations' type.
-MathMode vector_math(Precision p) {
-  return (p == Precision::BF16) ? MathMode::BF16 : (p == Precision::FP16) ? MathMode::FP16 : MathMode::FP32;
-}
-
 struct Lowering {
   const Graph& g;
   int64_t n;  // batch
@@ -182,13 +185,18 @@ struct Lowering {
     return k;
   }
 
+  // A kernel in the math its kind runs in at the training precision.
+  KernelDesc kernel(KernelKind kind, Pass pass, int layer, std::initializer_list<int64_t> shape, const char* variant = "") const {
+    return make(kind, pass, math_mode_for(kind, prec), layer, shape, variant);
+  }
+
   // cuDNN and cuBLAS leave the bias out (PyTorch 2.x: cudnn_convolution then output.add_(bias);
   // grad_bias = grad_output.sum over all but the channel dimension), so a layer with a bias runs two
   // more memory-bound kernels: a broadcast add over its output and a reduction of its output gradient.
   // They cost as much as a ReLU on vgg16's first layers.
-  void bias_kernels(int li, int64_t out_el, int64_t channels, MathMode vm, std::vector<KernelDesc>& bw) {
-    out.forward.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {out_el + channels, out_el}, "bias_add"));
-    bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, channels}, "bias_grad"));
+  void bias_kernels(int li, int64_t out_el, int64_t channels, std::vector<KernelDesc>& bw) {
+    out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {out_el + channels, out_el}, "bias_add"));
+    bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, channels}, "bias_grad"));
   }
 
   // Autocast (bf16/fp16) keeps FP32 weights: each matmul layer reads a 16-bit copy of its weight,
@@ -203,84 +211,76 @@ struct Lowering {
     bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, li, {half, weights}, "autocast"));
   }
 
-  void layer(int li) {
+  void conv2d(int li, bool input_needs_grad, std::vector<KernelDesc>& bw) {
+    const Layer& l = g.layers[li];
+    const Shape& x = l.in[0];
+    std::initializer_list<int64_t> s = {n, x.c, x.h, x.w, l.out_channels, l.kh, l.kw, l.sh, l.sw, l.ph, l.pw, l.dh, l.dw, l.groups};
+    std::vector<KernelDesc> casts;
+    autocast_kernels(li, l.weight_params(), casts);
+    out.forward.push_back(kernel(KernelKind::Conv2d, Pass::Fwd, li, s));
+    if (input_needs_grad) bw.push_back(kernel(KernelKind::Conv2d, Pass::BwdData, li, s));
+    bw.push_back(kernel(KernelKind::Conv2d, Pass::BwdFilter, li, s));
+    for (auto& k : casts) bw.push_back(k);
+    if (l.bias) bias_kernels(li, n * l.out.elements(), l.out_channels, bw);
+  }
+
+  void linear(int li, bool input_needs_grad, std::vector<KernelDesc>& bw) {
+    const Layer& l = g.layers[li];
+    const int64_t in_f = l.in[0].c, out_f = l.out_features;
+    // Row-major view of nn.Linear: Y = X W^T, dX = dY W, dW = dY^T X.
+    std::vector<KernelDesc> casts;
+    autocast_kernels(li, l.weight_params(), casts);
+    out.forward.push_back(kernel(KernelKind::Gemm, Pass::Fwd, li, {n, out_f, in_f, 0, 1}));
+    if (input_needs_grad) bw.push_back(kernel(KernelKind::Gemm, Pass::BwdData, li, {n, in_f, out_f, 0, 0}));
+    bw.push_back(kernel(KernelKind::Gemm, Pass::BwdWeight, li, {out_f, in_f, n, 1, 0}));
+    for (auto& k : casts) bw.push_back(k);
+    if (l.bias) bias_kernels(li, n * l.out.elements(), out_f, bw);
+  }
+
+  void pool(int li, std::vector<KernelDesc>& bw) {
+    const Layer& l = g.layers[li];
+    const Shape& x = l.in[0];
+    int64_t r = l.kh, s = l.kw, st = l.sh, pad = l.ph;
+    if (l.op == Op::AdaptiveAvgPool2d) {  // PyTorch's adaptive windows: at most ceil(in/out) wide
+      r = (x.h + l.out_h - 1) / l.out_h;
+      s = (x.w + l.out_w - 1) / l.out_w;
+      st = x.h / l.out_h;
+      pad = 0;
+    }
+    const char* mode = l.op == Op::MaxPool2d ? "max" : "avg";
+    std::initializer_list<int64_t> sh = {n, x.c, x.h, x.w, r, s, st, pad, l.out.h, l.out.w};
+    out.forward.push_back(kernel(KernelKind::Pool, Pass::Fwd, li, sh, mode));
+    bw.push_back(kernel(KernelKind::Pool, Pass::Bwd, li, sh, mode));
+  }
+
+  // A forward and a backward kernel of one kind over the same shape.
+  void both_passes(KernelKind kind, int li, std::initializer_list<int64_t> shape, std::vector<KernelDesc>& bw, const char* variant = "") {
+    out.forward.push_back(kernel(kind, Pass::Fwd, li, shape, variant));
+    bw.push_back(kernel(kind, Pass::Bwd, li, shape, variant));
+  }
+
+  // This layer's kernels: forward ones appended to out.forward, backward ones to bw in execution order.
+  void layer_kernels(int li, bool input_needs_grad, std::vector<KernelDesc>& bw) {
     const Layer& l = g.layers[li];
     const Shape& x = l.in[0];
     const int64_t in_el = n * x.elements();
     const int64_t out_el = n * l.out.elements();
-    // Autograd computes a gradient only for tensors that depend on a parameter: the network's input
-    // and anything derived from it by parameter-free layers (a flatten, a pooling) need none.
-    bool input_needs_grad = false;
-    for (int j : l.inputs) input_needs_grad = input_needs_grad || (j >= 0 && requires_grad[j]);
-    requires_grad[li] = input_needs_grad || l.params() > 0;
-    const MathMode vm = vector_math(prec);
     std::vector<KernelDesc>& fw = out.forward;
-    std::vector<KernelDesc> bw;  // this layer's backward kernels, in execution order
     switch (l.op) {
-      case Op::Conv2d: {
-        MathMode m = conv_math(prec);
-        std::initializer_list<int64_t> s = {n, x.c, x.h, x.w, l.out_channels, l.kh, l.kw, l.sh, l.sw, l.ph, l.pw, l.dh, l.dw, l.groups};
-        std::vector<KernelDesc> casts;
-        autocast_kernels(li, l.weight_params(), casts);
-        fw.push_back(make(KernelKind::Conv2d, Pass::Fwd, m, li, s));
-        if (input_needs_grad) bw.push_back(make(KernelKind::Conv2d, Pass::BwdData, m, li, s));
-        bw.push_back(make(KernelKind::Conv2d, Pass::BwdFilter, m, li, s));
-        for (auto& k : casts) bw.push_back(k);
-        if (l.bias) bias_kernels(li, out_el, l.out_channels, vm, bw);
-        break;
-      }
-      case Op::Linear: {
-        MathMode m = gemm_math(prec);
-        int64_t in_f = x.c, out_f = l.out_features;
-        // Row-major view of nn.Linear: Y = X W^T, dX = dY W, dW = dY^T X.
-        std::vector<KernelDesc> casts;
-        autocast_kernels(li, l.weight_params(), casts);
-        fw.push_back(make(KernelKind::Gemm, Pass::Fwd, m, li, {n, out_f, in_f, 0, 1}));
-        if (input_needs_grad) bw.push_back(make(KernelKind::Gemm, Pass::BwdData, m, li, {n, in_f, out_f, 0, 0}));
-        bw.push_back(make(KernelKind::Gemm, Pass::BwdWeight, m, li, {out_f, in_f, n, 1, 0}));
-        for (auto& k : casts) bw.push_back(k);
-        if (l.bias) bias_kernels(li, out_el, out_f, vm, bw);
-        break;
-      }
-      case Op::BatchNorm2d:
-        fw.push_back(make(KernelKind::BatchNorm, Pass::Fwd, vm, li, {n, x.c, x.h, x.w}));
-        bw.push_back(make(KernelKind::BatchNorm, Pass::Bwd, vm, li, {n, x.c, x.h, x.w}));
-        break;
-      case Op::Activation: {
-        const char* act = intern_variant(l.activation);
-        fw.push_back(make(KernelKind::Activation, Pass::Fwd, vm, li, {in_el}, act));
-        bw.push_back(make(KernelKind::Activation, Pass::Bwd, vm, li, {in_el}, act));
-        break;
-      }
+      case Op::Conv2d: conv2d(li, input_needs_grad, bw); break;
+      case Op::Linear: linear(li, input_needs_grad, bw); break;
+      case Op::BatchNorm2d: both_passes(KernelKind::BatchNorm, li, {n, x.c, x.h, x.w}, bw); break;
+      case Op::Activation: both_passes(KernelKind::Activation, li, {in_el}, bw, intern_variant(l.activation)); break;
       case Op::MaxPool2d:
       case Op::AvgPool2d:
-      case Op::AdaptiveAvgPool2d: {
-        int64_t r = l.kh, s = l.kw, st = l.sh, pad = l.ph;
-        if (l.op == Op::AdaptiveAvgPool2d) {  // PyTorch's adaptive windows: at most ceil(in/out) wide
-          r = (x.h + l.out_h - 1) / l.out_h;
-          s = (x.w + l.out_w - 1) / l.out_w;
-          st = x.h / l.out_h;
-          pad = 0;
-        }
-        const char* mode = l.op == Op::MaxPool2d ? "max" : "avg";
-        std::initializer_list<int64_t> sh = {n, x.c, x.h, x.w, r, s, st, pad, l.out.h, l.out.w};
-        fw.push_back(make(KernelKind::Pool, Pass::Fwd, vm, li, sh, mode));
-        bw.push_back(make(KernelKind::Pool, Pass::Bwd, vm, li, sh, mode));
-        break;
-      }
+      case Op::AdaptiveAvgPool2d: pool(li, bw); break;
       case Op::Add:
         // Backward of an add passes the gradient through: no kernel. The accumulation where a tensor
-        // fans out is costed at the producer (below).
-        fw.push_back(make(KernelKind::Add, Pass::Fwd, vm, li, {out_el, static_cast<int64_t>(l.in.size())}));
+        // fans out is costed at the producer (layer()).
+        fw.push_back(kernel(KernelKind::Add, Pass::Fwd, li, {out_el, static_cast<int64_t>(l.in.size())}));
         break;
-      case Op::Concat:
-        fw.push_back(make(KernelKind::Concat, Pass::Fwd, vm, li, {out_el}));
-        bw.push_back(make(KernelKind::Concat, Pass::Bwd, vm, li, {out_el}));
-        break;
-      case Op::Dropout:
-        fw.push_back(make(KernelKind::Dropout, Pass::Fwd, vm, li, {in_el}));
-        bw.push_back(make(KernelKind::Dropout, Pass::Bwd, vm, li, {in_el}));
-        break;
+      case Op::Concat: both_passes(KernelKind::Concat, li, {out_el}, bw); break;
+      case Op::Dropout: both_passes(KernelKind::Dropout, li, {in_el}, bw); break;
       case Op::Flatten:
       case Op::View:
         break;  // a view
@@ -288,8 +288,8 @@ struct Lowering {
         // y = a * b (b possibly a C x 1 x 1 gate); backward reads dy, a and b and writes da and db
         // (the gate's gradient reduced over H x W in the same pass).
         const int64_t a_el = n * l.in[0].elements(), b_el = n * l.in[1].elements();
-        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {a_el + b_el, out_el}, "mul"));
-        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el + a_el + b_el, a_el + b_el}, "mul"));
+        fw.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {a_el + b_el, out_el}, "mul"));
+        bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el + a_el + b_el, a_el + b_el}, "mul"));
         break;
       }
       case Op::Eltwise: {
@@ -297,18 +297,27 @@ struct Lowering {
         // the output's gradient and writes the inputs' gradients.
         int64_t in_all = 0;
         for (const auto& s : l.in) in_all += n * s.elements();
-        fw.push_back(make(KernelKind::Eltwise, Pass::Fwd, vm, li, {in_all, out_el}, intern_variant(l.source_op)));
-        bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, vm, li, {out_el, in_all}, intern_variant(l.source_op)));
+        fw.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_all, out_el}, intern_variant(l.source_op)));
+        bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, in_all}, intern_variant(l.source_op)));
         break;
       }
-      case Op::SoftmaxCrossEntropy:
-        fw.push_back(make(KernelKind::SoftmaxCE, Pass::Fwd, MathMode::FP32, li, {n, x.c}));
-        bw.push_back(make(KernelKind::SoftmaxCE, Pass::Bwd, MathMode::FP32, li, {n, x.c}));
-        break;
+      case Op::SoftmaxCrossEntropy: both_passes(KernelKind::SoftmaxCE, li, {n, x.c}, bw); break;
     }
+  }
+
+  void layer(int li) {
+    const Layer& l = g.layers[li];
+    // Autograd computes a gradient only for tensors that depend on a parameter: the network's input
+    // and anything derived from it by parameter-free layers (a flatten, a pooling) need none.
+    bool input_needs_grad = false;
+    for (int j : l.inputs) input_needs_grad = input_needs_grad || (j >= 0 && requires_grad[j]);
+    requires_grad[li] = input_needs_grad || l.params() > 0;
+    std::vector<KernelDesc> bw;  // this layer's backward kernels, in execution order
+    layer_kernels(li, input_needs_grad, bw);
     if (!requires_grad[li]) return;  // no gradient flows here: no backward kernels
     // A tensor read by k layers gets k-1 gradient accumulations before its producer's backward.
-    for (int c = 1; c < l.consumers; ++c) grad_accum[li].push_back(make(KernelKind::Add, Pass::Bwd, vm, li, {out_el, 2}));
+    const int64_t out_el = n * l.out.elements();
+    for (int c = 1; c < l.consumers; ++c) grad_accum[li].push_back(kernel(KernelKind::Add, Pass::Bwd, li, {out_el, 2}));
     pending_backward[li] = std::move(bw);
   }
 
@@ -337,7 +346,7 @@ struct Lowering {
     }
     // One SGD-momentum kernel per layer's parameters.
     for (int i = 0; i < L; ++i)
-      if (int64_t p = g.layers[i].params(); p > 0) out.update.push_back(make(KernelKind::SgdUpdate, Pass::Update, MathMode::FP32, i, {p}));
+      if (int64_t p = g.layers[i].params(); p > 0) out.update.push_back(kernel(KernelKind::SgdUpdate, Pass::Update, i, {p}));
     if (grad_scaler) out.update.push_back(make(KernelKind::Eltwise, Pass::Update, MathMode::FP32, L - 1, {1, 1}, "amp_update_scale"));
   }
 };

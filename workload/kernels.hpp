@@ -4,6 +4,7 @@
 // input read once and every output written once.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,17 @@ namespace dtsim {
 enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise };
 constexpr int kKernelKinds = static_cast<int>(KernelKind::Eltwise) + 1;
 enum class Pass { Fwd, BwdData, BwdFilter, BwdWeight, Bwd, Update };
+constexpr int kPasses = static_cast<int>(Pass::Update) + 1;
+// The names of kinds and passes, in the outputs and in every file and flag that names them.
 const char* kind_name(KernelKind k);
 const char* pass_name(Pass p);
+std::optional<KernelKind> parse_kind(const std::string& name);  // nullopt for a name no kind has
+std::optional<Pass> parse_pass(const std::string& name);
+
+// The math a kernel of this kind runs in when training at precision p (PyTorch's defaults): cuDNN
+// runs fp32 convolutions in TF32, cuBLAS keeps fp32 matmuls strict FP32, memory-bound kernels run on
+// CUDA cores in the activations' type, and the loss and the optimizer stay FP32 under autocast.
+MathMode math_mode_for(KernelKind kind, Precision p);
 
 // Shape fields per kind, in the order of kernel_shape_fields(kind):
 //   conv2d: N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups

@@ -37,18 +37,18 @@ static void read_pair(JsonObject& o, const std::string& key, int64_t& h, int64_t
 }
 
 static const std::map<std::string, Op>& op_table() {
-  static const std::map<std::string, Op> t = {
-      {"conv2d", Op::Conv2d},         {"linear", Op::Linear},
-      {"batchnorm2d", Op::BatchNorm2d}, {"maxpool2d", Op::MaxPool2d},
-      {"avgpool2d", Op::AvgPool2d},   {"adaptive_avgpool2d", Op::AdaptiveAvgPool2d},
-      {"add", Op::Add},               {"concat", Op::Concat},
-      {"dropout", Op::Dropout},       {"flatten", Op::Flatten},
-      {"softmax_cross_entropy", Op::SoftmaxCrossEntropy},
-      {"relu", Op::Activation},       {"relu6", Op::Activation},
-      {"sigmoid", Op::Activation},    {"tanh", Op::Activation},
-      {"silu", Op::Activation},       {"gelu", Op::Activation},
-      {"hardswish", Op::Activation},
-  };
+  static const std::map<std::string, Op> t = [] {
+    std::map<std::string, Op> ops = {
+        {"conv2d", Op::Conv2d},         {"linear", Op::Linear},
+        {"batchnorm2d", Op::BatchNorm2d}, {"maxpool2d", Op::MaxPool2d},
+        {"avgpool2d", Op::AvgPool2d},   {"adaptive_avgpool2d", Op::AdaptiveAvgPool2d},
+        {"add", Op::Add},               {"concat", Op::Concat},
+        {"dropout", Op::Dropout},       {"flatten", Op::Flatten},
+        {"softmax_cross_entropy", Op::SoftmaxCrossEntropy},
+    };
+    for (const std::string& a : activation_names()) ops[a] = Op::Activation;  // each activation is an op by its own name
+    return ops;
+  }();
   return t;
 }
 
@@ -56,6 +56,79 @@ static std::string known_ops() {
   std::string s;
   for (const auto& [k, v] : op_table()) s += (s.empty() ? "" : ", ") + k;
   return s;
+}
+
+// The layers a layer reads: its "inputs" by name, else the layer listed before it.
+static std::vector<int> read_inputs(JsonObject& o, size_t i, const std::unordered_map<std::string, int>& index) {
+  if (!o.has("inputs")) return {static_cast<int>(i) - 1};  // the previous layer; -1 is the model input
+  std::vector<int> inputs;
+  const Json& ins = o.raw("inputs");
+  if (!ins.is_array() || ins.empty()) o.fail("inputs", "must be a non-empty array of layer names");
+  for (const auto& n : ins) {
+    if (!n.is_string()) o.fail("inputs", "must be a non-empty array of layer names");
+    std::string name = n.get<std::string>();
+    if (name == "input") { inputs.push_back(-1); continue; }
+    auto f = index.find(name);
+    if (f == index.end()) o.fail("inputs", "'" + name + "' is not a layer defined earlier");
+    inputs.push_back(f->second);
+  }
+  return inputs;
+}
+
+// The fields of the layer's op (geometry, bias, ...), with PyTorch's defaults.
+static void read_op_fields(JsonObject& o, Layer& l) {
+  switch (l.op) {
+    case Op::Conv2d:
+      l.out_channels = o.integer("out_channels", 1, kMaxDim);
+      read_pair(o, "kernel", l.kh, l.kw, 1);
+      l.sh = l.sw = 1; if (o.has("stride")) read_pair(o, "stride", l.sh, l.sw, 1);
+      l.ph = l.pw = 0; if (o.has("padding")) read_pair(o, "padding", l.ph, l.pw, 0);
+      l.dh = l.dw = 1; if (o.has("dilation")) read_pair(o, "dilation", l.dh, l.dw, 1);
+      l.groups = o.integer_or("groups", 1, 1, kMaxDim);
+      l.bias = o.boolean_or("bias", true);
+      break;
+    case Op::Linear:
+      l.out_features = o.integer("out_features", 1, kMaxDim);
+      l.bias = o.boolean_or("bias", true);
+      break;
+    case Op::BatchNorm2d:
+      o.number_or("eps", 1e-5, 0, 1);
+      break;
+    case Op::MaxPool2d:
+    case Op::AvgPool2d:
+      read_pair(o, "kernel", l.kh, l.kw, 1);
+      l.sh = l.kh; l.sw = l.kw;
+      if (o.has("stride")) read_pair(o, "stride", l.sh, l.sw, 1);
+      if (o.has("padding")) read_pair(o, "padding", l.ph, l.pw, 0);
+      l.ceil_mode = o.boolean_or("ceil_mode", false);
+      break;
+    case Op::AdaptiveAvgPool2d:
+      read_pair(o, "output", l.out_h, l.out_w, 1);
+      break;
+    case Op::Dropout:
+      l.dropout_p = o.number_or("p", 0.5, 0.0, 1.0);
+      break;
+    default:
+      break;
+  }
+}
+
+// Layer i of $.layers; `index` holds the names of the layers before it.
+static Layer read_layer(JsonObject& o, size_t i, const std::unordered_map<std::string, int>& index) {
+  Layer l;
+  l.name = o.str("name");
+  if (l.name.empty()) o.fail("name", "must not be empty");
+  if (l.name == "input") o.fail("name", "'input' is reserved for the model's input");
+  if (index.count(l.name)) o.fail("name", "'" + l.name + "' is used by an earlier layer");
+  std::string op = o.str("op");
+  auto it = op_table().find(op);
+  if (it == op_table().end()) o.fail("op", "unknown op '" + op + "' (known: " + known_ops() + ")");
+  l.op = it->second;
+  if (l.op == Op::Activation) l.activation = op;
+  l.inputs = read_inputs(o, i, index);
+  read_op_fields(o, l);
+  o.reject_unknown();
+  return l;
 }
 
 Graph parse_model(const Json& doc, const std::string& what) {
@@ -74,69 +147,8 @@ Graph parse_model(const Json& doc, const std::string& what) {
   std::unordered_map<std::string, int> index;
   for (size_t i = 0; i < layers.size(); ++i) {
     JsonObject o = array_object(layers, i, what, "$.layers");
-    Layer l;
-    l.name = o.str("name");
-    if (l.name.empty()) o.fail("name", "must not be empty");
-    if (l.name == "input") o.fail("name", "'input' is reserved for the model's input");
-    if (index.count(l.name)) o.fail("name", "'" + l.name + "' is used by an earlier layer");
-    std::string op = o.str("op");
-    auto it = op_table().find(op);
-    if (it == op_table().end()) o.fail("op", "unknown op '" + op + "' (known: " + known_ops() + ")");
-    l.op = it->second;
-    if (l.op == Op::Activation) l.activation = op;
-
-    if (o.has("inputs")) {
-      const Json& ins = o.raw("inputs");
-      if (!ins.is_array() || ins.empty()) o.fail("inputs", "must be a non-empty array of layer names");
-      for (const auto& n : ins) {
-        if (!n.is_string()) o.fail("inputs", "must be a non-empty array of layer names");
-        std::string name = n.get<std::string>();
-        if (name == "input") { l.inputs.push_back(-1); continue; }
-        auto f = index.find(name);
-        if (f == index.end()) o.fail("inputs", "'" + name + "' is not a layer defined earlier");
-        l.inputs.push_back(f->second);
-      }
-    } else {
-      l.inputs.push_back(static_cast<int>(i) - 1);  // the previous layer; -1 is the model input
-    }
-
-    switch (l.op) {
-      case Op::Conv2d:
-        l.out_channels = o.integer("out_channels", 1, kMaxDim);
-        read_pair(o, "kernel", l.kh, l.kw, 1);
-        l.sh = l.sw = 1; if (o.has("stride")) read_pair(o, "stride", l.sh, l.sw, 1);
-        l.ph = l.pw = 0; if (o.has("padding")) read_pair(o, "padding", l.ph, l.pw, 0);
-        l.dh = l.dw = 1; if (o.has("dilation")) read_pair(o, "dilation", l.dh, l.dw, 1);
-        l.groups = o.integer_or("groups", 1, 1, kMaxDim);
-        l.bias = o.boolean_or("bias", true);
-        break;
-      case Op::Linear:
-        l.out_features = o.integer("out_features", 1, kMaxDim);
-        l.bias = o.boolean_or("bias", true);
-        break;
-      case Op::BatchNorm2d:
-        o.number_or("eps", 1e-5, 0, 1);
-        break;
-      case Op::MaxPool2d:
-      case Op::AvgPool2d:
-        read_pair(o, "kernel", l.kh, l.kw, 1);
-        l.sh = l.kh; l.sw = l.kw;
-        if (o.has("stride")) read_pair(o, "stride", l.sh, l.sw, 1);
-        if (o.has("padding")) read_pair(o, "padding", l.ph, l.pw, 0);
-        l.ceil_mode = o.boolean_or("ceil_mode", false);
-        break;
-      case Op::AdaptiveAvgPool2d:
-        read_pair(o, "output", l.out_h, l.out_w, 1);
-        break;
-      case Op::Dropout:
-        l.dropout_p = o.number_or("p", 0.5, 0.0, 1.0);
-        break;
-      default:
-        break;
-    }
-    o.reject_unknown();
-    index[l.name] = static_cast<int>(i);
-    g.layers.push_back(std::move(l));
+    g.layers.push_back(read_layer(o, i, index));
+    index[g.layers.back().name] = static_cast<int>(i);
   }
   top.reject_unknown();
   infer_shapes(g, what);

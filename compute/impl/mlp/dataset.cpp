@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/error.hpp"
 #include "compute/impl/mlp/features.hpp"
@@ -64,33 +65,43 @@ struct Row {
   }
 };
 
-Pass parse_pass(const std::string& s, const std::string& where) {
-  static const std::map<std::string, Pass> t = {{"fwd", Pass::Fwd},           {"bwd_data", Pass::BwdData}, {"bwd_filter", Pass::BwdFilter},
-                                                {"bwd_weight", Pass::BwdWeight}, {"bwd", Pass::Bwd},          {"update", Pass::Update}};
-  auto it = t.find(s);
-  if (it == t.end()) throw InputError(where + ", column pass", "unknown pass '" + s + "'");
-  return it->second;
+Pass pass_of(const Row& r) {
+  const std::string& s = r.str("pass");
+  const std::optional<Pass> pass = parse_pass(s);
+  if (!pass) throw InputError(r.where + ", column pass", "unknown pass '" + s + "'");
+  return *pass;
 }
 
-// The harness's math-mode column against dtsim's: "fp32" is PyTorch's default (TF32 convolutions).
-MathMode parse_math(const std::string& s, KernelKind kind, const std::string& where) {
-  if (s == "bf16") return MathMode::BF16;
-  if (s == "fp16") return MathMode::FP16;
-  if (s == "any") return MathMode::FP32;  // kernels whose math does not change with the mode (the FP32 optimizer)
-  if (s == "fp32") return kind == KernelKind::Conv2d ? MathMode::TF32 : MathMode::FP32;
-  throw InputError(where + ", column math_mode", "unknown math mode '" + s + "' (fp32, bf16, fp16)");
+// The harness's math-mode column names the training precision as PyTorch runs it ("fp32": TF32
+// convolutions, FP32 matmuls); "any" marks kernels whose math does not change with it (the FP32
+// optimizer).
+MathMode math_of(const Row& r, KernelKind kind) {
+  const std::string& s = r.str("math_mode");
+  if (s == "any") return MathMode::FP32;
+  if (s == "fp32" || s == "bf16" || s == "fp16") return math_mode_for(kind, parse_precision(s));
+  throw InputError(r.where + ", column math_mode", "unknown math mode '" + s + "' (fp32, bf16, fp16)");
+}
+
+// The kinds the harness measures (validation/README.md); rows of other kinds are skipped.
+bool measured_kind(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::Conv2d:
+    case KernelKind::Gemm:
+    case KernelKind::BatchNorm:
+    case KernelKind::Activation:
+    case KernelKind::Pool:
+    case KernelKind::Add:
+    case KernelKind::SoftmaxCE:
+    case KernelKind::SgdUpdate: return true;
+    default: return false;
+  }
 }
 
 bool kernel_from_row(const Row& r, KernelDesc& k) {
-  const std::string& kind = r.str("kind");
-  static const std::map<std::string, KernelKind> kinds = {{"conv2d", KernelKind::Conv2d},       {"gemm", KernelKind::Gemm},
-                                                          {"batchnorm", KernelKind::BatchNorm}, {"activation", KernelKind::Activation},
-                                                          {"pool", KernelKind::Pool},           {"add", KernelKind::Add},
-                                                          {"softmax_ce", KernelKind::SoftmaxCE}, {"sgd_update", KernelKind::SgdUpdate}};
-  auto it = kinds.find(kind);
-  if (it == kinds.end()) return false;
-  k = KernelDesc{it->second, parse_pass(r.str("pass"), r.where), MathMode::FP32, -1, {}, "", 0, 0};
-  k.math = parse_math(r.str("math_mode"), k.kind, r.where);
+  const std::optional<KernelKind> kind = parse_kind(r.str("kind"));
+  if (!kind || !measured_kind(*kind)) return false;
+  k = KernelDesc{*kind, pass_of(r), MathMode::FP32, -1, {}, "", 0, 0};
+  k.math = math_of(r, k.kind);
   auto& s = k.shape;
   switch (k.kind) {
     case KernelKind::Conv2d: {
@@ -124,11 +135,9 @@ bool kernel_from_row(const Row& r, KernelDesc& k) {
       break;
     case KernelKind::SoftmaxCE:
       s = {r.integer("N"), r.integer("classes")};
-      k.math = MathMode::FP32;  // the loss runs in FP32 under autocast too
       break;
     case KernelKind::SgdUpdate:
       s = {r.integer("parameters")};
-      k.math = MathMode::FP32;
       break;
     default:
       return false;

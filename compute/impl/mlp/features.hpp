@@ -1,5 +1,5 @@
 #pragma once
-// What an MLP sees of a kernel. One predictor per key (kind / pass / dataset math mode [/ variant]);
+// What an MLP sees of a kernel. One predictor per key (compute/kernel_key.hpp predictor_key);
 // its inputs are log-scaled shape fields plus derived quantities that explain where time goes:
 // FLOPs, bytes, arithmetic intensity, the implicit GEMM's dimensions and how many waves of output
 // tiles fill the GPU (the tail of the last wave is time spent with idle SMs).
@@ -7,17 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "compute/kernel_key.hpp"
 #include "workload/kernels.hpp"
 
 namespace dtsim::mlp {
-
-// "fp32" (PyTorch's default math: TF32 convolutions, strict FP32 matmuls and FP32 vector kernels)
-// or "bf16" (BF16 and FP16: the same kernels on the same bytes, measured) — the math modes the harness
-// measures; "" when a kernel runs in a mode without data (TF32 matmuls, strict FP32 convolutions).
-std::string dataset_math(const KernelDesc& k);
-
-// "conv2d/fwd/fp32", "pool/bwd/bf16/max"; "" when no dataset can cover the kernel.
-std::string predictor_key(const KernelDesc& k);
 
 // The analytical time an MLP corrects: max(FLOPs / peak, bytes / bandwidth) + floor, on the measured
 // GPU's datasheet numbers. Predictors learn log(measured / baseline): how far real kernels fall short

@@ -137,82 +137,111 @@ static Eigen::VectorXf vec(const Json& j, const std::string& what) {
   return v;
 }
 
+namespace {
+
+// weights.bin: every predictor's weights and biases as raw floats, at the offsets the manifest gives.
+class WeightFile {
+ public:
+  explicit WeightFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, "cannot open file");
+    bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  size_t floats() const { return bytes_.size() / sizeof(float); }
+  // Subnormal weights (L1 and weight decay leave thousands of them) are read as zero: their products
+  // are below float's normal range anyway, and on many x86 cores each one costs a microcode assist,
+  // which made resnet50's kernels 2-4x slower to predict on this project's Intel Xeon machines.
+  float at(size_t offset) const {
+    float x;
+    std::memcpy(&x, bytes_.data() + offset * sizeof(float), sizeof x);
+    return std::fpclassify(x) == FP_SUBNORMAL ? 0.0f : x;
+  }
+
+ private:
+  std::vector<char> bytes_;
+};
+
+// The datasheet numbers of the measured GPU that the predictors' baseline was computed with.
+void read_baseline(PredictorSet& set, const std::string& mpath) {
+  const Json& b = set.manifest.at("baseline");
+  set.sm_count = b.at("sm_count").get<int>();
+  for (int m = 0; m < kMathModes; ++m) set.baseline.peak_flops[m] = b.at("peak_flops").at(math_name(static_cast<MathMode>(m))).get<double>();
+  set.baseline.memory_bandwidth_Bps = b.at("memory_bandwidth_Bps").get<double>();
+  set.baseline.floor_s = b.at("floor_s").get<double>();
+  if (set.sm_count <= 0 || set.baseline.memory_bandwidth_Bps <= 0) throw InputError(mpath, "baseline must have positive sm_count and bandwidth");
+  for (double p : set.baseline.peak_flops)
+    if (!(p > 0)) throw InputError(mpath, "baseline peak_flops must be positive");
+}
+
+// A predictor's features and their standardisation, its target's, and the training range.
+void read_scaling(const Json& p, const std::string& where, Mlp& m) {
+  m.feature_names = p.at("features").get<std::vector<std::string>>();
+  m.feature_mean = vec(p.at("feature_mean"), where + ".feature_mean");
+  m.feature_std = vec(p.at("feature_std"), where + ".feature_std");
+  m.target_mean = p.at("target_mean").get<float>();
+  m.target_std = p.at("target_std").get<float>();
+  m.heldout = p.value("heldout", Json::object());
+  m.max_roofline_fraction = p.value("max_roofline_fraction", 0.0);
+  if (m.max_roofline_fraction < 0 || m.max_roofline_fraction > 1)
+    throw InputError(where + ".max_roofline_fraction", "must be in (0, 1] (an achieved fraction of the datasheet roofline)");
+  if (p.contains("feature_min") != p.contains("feature_max")) throw InputError(where, "feature_min and feature_max come together");
+  if (p.contains("feature_min")) {
+    m.feature_min = vec(p.at("feature_min"), where + ".feature_min");
+    m.feature_max = vec(p.at("feature_max"), where + ".feature_max");
+    if (m.feature_min.size() != static_cast<Eigen::Index>(m.feature_names.size()) || m.feature_max.size() != m.feature_min.size() ||
+        (m.feature_max.array() < m.feature_min.array()).any())
+      throw InputError(where + ".feature_min", "must have one entry per feature, each at most its feature_max");
+  }
+}
+
+// A predictor's layers: their sizes from the manifest, their weights and biases from weights.bin.
+void read_layers(const Json& p, const std::string& where, const WeightFile& weights, Mlp& m) {
+  auto sizes = p.at("layers").get<std::vector<int>>();
+  size_t off = p.at("weights_offset").get<size_t>();
+  if (sizes.size() < 2 || static_cast<size_t>(sizes.front()) != m.feature_names.size() || sizes.back() != 1 ||
+      m.feature_mean.size() != sizes.front() || m.feature_std.size() != sizes.front())
+    throw InputError(where, "layer sizes do not match the features");
+  // An ensemble's hidden layers are block-diagonal (one block per member): only the blocks are stored.
+  const bool stored_blocks = p.contains("weight_blocks");
+  auto blocks = p.value("weight_blocks", std::vector<int>(sizes.size() - 1, 1));
+  if (blocks.size() + 1 != sizes.size()) throw InputError(where + ".weight_blocks", "must have one entry per layer");
+  for (size_t l = 0; l + 1 < sizes.size(); ++l) {
+    const int in = sizes[l], out = sizes[l + 1], k = blocks[l];
+    if (in <= 0 || out <= 0) throw InputError(where + ".layers", "sizes must be positive");
+    if (k <= 0 || in % k || out % k) throw InputError(where + ".weight_blocks", "each must be positive and divide its layer's sizes");
+    const int bi = in / k, bo = out / k;
+    if (off + size_t(k) * bi * bo + out > weights.floats()) throw InputError(where, "weights run past the end of weights.bin");
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w =
+        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(out, in);
+    for (int blk = 0; blk < k; ++blk)
+      for (int r = 0; r < bo; ++r)
+        for (int c = 0; c < bi; ++c) w(blk * bo + r, blk * bi + c) = weights.at(off++);
+    Eigen::VectorXf b(out);
+    for (int r = 0; r < out; ++r) b(r) = weights.at(off++);
+    // Files written before weight_blocks existed stored ensembles dense: find their blocks.
+    m.diagonal_blocks.push_back(stored_blocks ? k : diagonal_block_count(w));
+    m.weights.push_back(std::move(w));
+    m.biases.push_back(std::move(b));
+  }
+}
+
+}  // namespace
+
 PredictorSet load_predictors(const std::string& dir) {
   PredictorSet set;
   set.dir = dir;
   const std::string mpath = dir + "/manifest.json";
   set.manifest = load_json_file(mpath);
-  const std::string wpath = dir + "/weights.bin";
-  std::ifstream win(wpath, std::ios::binary);
-  if (!win) throw InputError(wpath, "cannot open file");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(win)), std::istreambuf_iterator<char>());
-  const size_t nfloats = bytes.size() / sizeof(float);
-  // Subnormal weights (L1 and weight decay leave thousands of them) are read as zero: their products
-  // are below float's normal range anyway, and on many x86 cores each one costs a microcode assist,
-  // which made resnet50's kernels 2-4x slower to predict on this project's Intel Xeon machines.
-  auto weight = [&](size_t offset) {
-    float x;
-    std::memcpy(&x, bytes.data() + offset * sizeof(float), sizeof x);
-    return std::fpclassify(x) == FP_SUBNORMAL ? 0.0f : x;
-  };
+  const WeightFile weights(dir + "/weights.bin");
   try {
     set.gpu = set.manifest.at("gpu").get<std::string>();
-    const Json& b = set.manifest.at("baseline");
-    set.sm_count = b.at("sm_count").get<int>();
-    for (int m = 0; m < kMathModes; ++m) set.baseline.peak_flops[m] = b.at("peak_flops").at(math_name(static_cast<MathMode>(m))).get<double>();
-    set.baseline.memory_bandwidth_Bps = b.at("memory_bandwidth_Bps").get<double>();
-    set.baseline.floor_s = b.at("floor_s").get<double>();
-    if (set.sm_count <= 0 || set.baseline.memory_bandwidth_Bps <= 0) throw InputError(mpath, "baseline must have positive sm_count and bandwidth");
-    for (double p : set.baseline.peak_flops)
-      if (!(p > 0)) throw InputError(mpath, "baseline peak_flops must be positive");
+    read_baseline(set, mpath);
     for (const Json& p : set.manifest.at("predictors")) {
       Mlp m;
       m.key = p.at("key").get<std::string>();
-      std::string where = mpath + ": predictor " + m.key;
-      m.feature_names = p.at("features").get<std::vector<std::string>>();
-      m.feature_mean = vec(p.at("feature_mean"), where + ".feature_mean");
-      m.feature_std = vec(p.at("feature_std"), where + ".feature_std");
-      m.target_mean = p.at("target_mean").get<float>();
-      m.target_std = p.at("target_std").get<float>();
-      m.heldout = p.value("heldout", Json::object());
-      m.max_roofline_fraction = p.value("max_roofline_fraction", 0.0);
-      if (m.max_roofline_fraction < 0 || m.max_roofline_fraction > 1)
-        throw InputError(where + ".max_roofline_fraction", "must be in (0, 1] (an achieved fraction of the datasheet roofline)");
-      if (p.contains("feature_min") != p.contains("feature_max")) throw InputError(where, "feature_min and feature_max come together");
-      if (p.contains("feature_min")) {
-        m.feature_min = vec(p.at("feature_min"), where + ".feature_min");
-        m.feature_max = vec(p.at("feature_max"), where + ".feature_max");
-        if (m.feature_min.size() != static_cast<Eigen::Index>(m.feature_names.size()) || m.feature_max.size() != m.feature_min.size() ||
-            (m.feature_max.array() < m.feature_min.array()).any())
-          throw InputError(where + ".feature_min", "must have one entry per feature, each at most its feature_max");
-      }
-      auto sizes = p.at("layers").get<std::vector<int>>();
-      size_t off = p.at("weights_offset").get<size_t>();
-      if (sizes.size() < 2 || static_cast<size_t>(sizes.front()) != m.feature_names.size() || sizes.back() != 1 ||
-          m.feature_mean.size() != sizes.front() || m.feature_std.size() != sizes.front())
-        throw InputError(where, "layer sizes do not match the features");
-      // An ensemble's hidden layers are block-diagonal (one block per member): only the blocks are stored.
-      const bool stored_blocks = p.contains("weight_blocks");
-      auto blocks = p.value("weight_blocks", std::vector<int>(sizes.size() - 1, 1));
-      if (blocks.size() + 1 != sizes.size()) throw InputError(where + ".weight_blocks", "must have one entry per layer");
-      for (size_t l = 0; l + 1 < sizes.size(); ++l) {
-        const int in = sizes[l], out = sizes[l + 1], k = blocks[l];
-        if (in <= 0 || out <= 0) throw InputError(where + ".layers", "sizes must be positive");
-        if (k <= 0 || in % k || out % k) throw InputError(where + ".weight_blocks", "each must be positive and divide its layer's sizes");
-        const int bi = in / k, bo = out / k;
-        if (off + size_t(k) * bi * bo + out > nfloats) throw InputError(where, "weights run past the end of weights.bin");
-        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w =
-            Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(out, in);
-        for (int blk = 0; blk < k; ++blk)
-          for (int r = 0; r < bo; ++r)
-            for (int c = 0; c < bi; ++c) w(blk * bo + r, blk * bi + c) = weight(off++);
-        Eigen::VectorXf b(out);
-        for (int r = 0; r < out; ++r) b(r) = weight(off++);
-        // Files written before weight_blocks existed stored ensembles dense: find their blocks.
-        m.diagonal_blocks.push_back(stored_blocks ? k : diagonal_block_count(w));
-        m.weights.push_back(std::move(w));
-        m.biases.push_back(std::move(b));
-      }
+      const std::string where = mpath + ": predictor " + m.key;
+      read_scaling(p, where, m);
+      read_layers(p, where, weights, m);
       std::string key = m.key;
       set.by_key.emplace(key, std::move(m));
     }
