@@ -58,9 +58,4 @@ struct SweepVerdict {
 };
 SweepVerdict sweep_verdict(const SweepResult& res);
 
-// Byte counts for people: "102.2 MB", "1.53 GB".
-std::string fmt_bytes(double bytes);
-// Long durations for people: "42.5 s", "12.8 min", "3.4 h", "2.1 days".
-std::string fmt_duration(double seconds);
-
 }  // namespace dtsim
