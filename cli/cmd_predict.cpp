@@ -6,6 +6,7 @@
 #include "workload/model_json.hpp"
 #include "report/report.hpp"
 #include "report/trace.hpp"
+#include "report/verdict_report.hpp"
 #include "study/verdict.hpp"
 
 namespace dtsim::cli {

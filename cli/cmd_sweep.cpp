@@ -14,6 +14,7 @@
 #include "network/collective.hpp"
 #include "report/report.hpp"
 #include "report/study_plots.hpp"
+#include "report/verdict_report.hpp"
 #include "study/verdict.hpp"
 
 namespace dtsim::cli {
@@ -55,7 +56,8 @@ class SweepCommand : public Command {
       res = run_sweep(s, [&] { bar.tick(); });
     }
     for (const auto& n : res.notes) std::cerr << "dtsim: note: " << n << "\n";
-    SweepVerdict verdict = sweep_verdict(res);
+    const SweepVerdict verdict = sweep_verdict(res);
+    const std::vector<std::string> verdict_lines = sweep_verdict_lines(res, verdict);
 
     std::vector<Plot> plots;
     if (!plot_.empty()) plots.push_back(scaling_plot(res, plot_, "--plot"));
@@ -76,13 +78,13 @@ class SweepCommand : public Command {
       for (const auto& r : res.rows) t.rows.push_back(study_row_cells(r, true, cols));
       text = "cluster " + res.cluster_name + " (" + res.gpu_name + "), " + res.precision + ", compute model: " + res.compute_model + "\n" + t.to_text();
       text += "\nVerdict\n";
-      for (const auto& l : verdict.lines) text += "- " + l + "\n";
+      for (const auto& l : verdict_lines) text += "- " + l + "\n";
     }
     if (!verdict_out_.empty()) {
       std::string v;
-      if (verdict_out_.size() > 5 && verdict_out_.compare(verdict_out_.size() - 5, 5, ".json") == 0) v = dump(verdict.json);
+      if (verdict_out_.size() > 5 && verdict_out_.compare(verdict_out_.size() - 5, 5, ".json") == 0) v = dump(sweep_verdict_json(res, verdict));
       else
-        for (const auto& l : verdict.lines) v += l + "\n";
+        for (const auto& l : verdict_lines) v += l + "\n";
       write_file_atomic(verdict_out_, v);
     }
     for (auto& p : plots) p.commit();

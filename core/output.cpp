@@ -89,6 +89,24 @@ std::string fmt_time(double s) {
   return buf;
 }
 
+std::string fmt_duration(double s) {
+  char b[64];
+  if (s >= 86400 * 2) std::snprintf(b, sizeof b, "%.1f days", s / 86400);
+  else if (s >= 3600) std::snprintf(b, sizeof b, "%.1f h", s / 3600);
+  else if (s >= 60) std::snprintf(b, sizeof b, "%.1f min", s / 60);
+  else std::snprintf(b, sizeof b, "%.1f s", s);
+  return b;
+}
+
+std::string fmt_bytes(double bytes) {
+  char b[32];
+  if (bytes >= 1e9) std::snprintf(b, sizeof b, "%.2f GB", bytes / 1e9);
+  else if (bytes >= 1e6) std::snprintf(b, sizeof b, "%.1f MB", bytes / 1e6);
+  else if (bytes >= 1e3) std::snprintf(b, sizeof b, "%.1f kB", bytes / 1e3);
+  else std::snprintf(b, sizeof b, "%.0f B", bytes);
+  return b;
+}
+
 std::string fmt_count(double x) {
   const char* suffix[] = {"", "K", "M", "G", "T", "P"};
   int i = 0;

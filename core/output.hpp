@@ -16,6 +16,10 @@ struct Table {
 
 // Short human formats: "12.3 ms", "4.56 GB/s"; fixed significant digits.
 std::string fmt_time(double seconds);
+// Long durations for people: "42.5 s", "12.8 min", "3.4 h", "2.1 days".
+std::string fmt_duration(double seconds);
+// Byte counts for people: "102.2 MB", "1.53 GB".
+std::string fmt_bytes(double bytes);
 std::string fmt_count(double x);  // 25.6M, 4.09G
 std::string fmt_sig(double x, int digits = 4);
 // Numbers in messages and machine-readable cells: an integral value as the full integer ("1024",

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "study/verdict.hpp"
+#include "report/verdict_report.hpp"
 
 namespace dtsim {
 

@@ -43,6 +43,24 @@ struct Axes {
   uint64_t index(size_t ci, size_t wi, size_t ki, size_t ai, size_t si, size_t pi, size_t bi, size_t gi) const {
     return ((((((uint64_t(ci) * W + wi) * K + ki) * A + ai) * S + si) * P + pi) * Bt + bi) * G + gi;
   }
+  // An index taken apart: the group (cluster, what-if, bucket size) and the other axes' positions.
+  struct Position {
+    size_t group, ai, si, pi, bi, gi;
+  };
+  Position position(uint64_t index) const {
+    Position at;
+    at.gi = index % G;
+    index /= G;
+    at.bi = index % Bt;
+    index /= Bt;
+    at.pi = index % P;
+    index /= P;
+    at.si = index % S;
+    index /= S;
+    at.ai = index % A;
+    at.group = index / A;
+    return at;
+  }
 };
 
 // DDP's step at one (cluster what-if, bucket size, batch, precision), everything but the all-reduces:
@@ -236,17 +254,27 @@ void check_plan(const PlanSpec& s) {
 
 namespace {
 
-// The search; `fast`: DDP's steps by replay (the header's sharing), else predict() per configuration.
-// `disagreed` is set when a reported configuration's replayed time differs from predict()'s.
-PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bool fast, bool& disagreed) {
-  const Axes ax{s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(), s.precisions.size(),
-                s.batches.size(), s.gpus.size()};
-  const unsigned threads = thread_count(s);
+// What the pricing of every configuration shares: the axes, the model at every batch size, its
+// kernels at every (precision, batch), and the groups with their DDP steps and bucket sizes.
+struct Search {
+  const PlanSpec& s;
+  Axes ax;
+  unsigned threads = 1;
   std::vector<Precision> precisions;
-  for (const auto& p : s.precisions) precisions.push_back(parse_precision(p));
+  std::vector<Graph> graphs;               // per batch size
+  std::vector<IterationKernels> kernels;   // [pi * Bt + bi]
+  std::vector<Group> groups;               // [(ci * W + wi) * K + ki]
+};
 
-  // The model at every batch size (ONNX shape inference runs at the per-GPU batch), and its kernels
-  // at every (precision, batch): shared by every cluster.
+// A configuration that meets every limit, as the Pareto front and the top K see it.
+struct Candidate {
+  double time_s, cost;
+  uint64_t index;
+};
+
+// The model at every batch size: ONNX shape inference runs at the per-GPU batch, other models are
+// loaded once.
+std::vector<Graph> load_graphs(const PlanSpec& s) {
   std::vector<Graph> graphs;
   for (int64_t b : s.batches) {
     if (!graphs.empty() && !is_onnx_path(s.model)) {
@@ -258,11 +286,12 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
     options.allow_unknown_ops = s.allow_unknown_ops;
     graphs.push_back(load_model(s.model, options));
   }
-  std::vector<IterationKernels> kernels(ax.P * ax.Bt);
-  parallel_for(kernels.size(), threads, [&](size_t i) { kernels[i] = lower_iteration(graphs[i % ax.Bt], s.batches[i % ax.Bt], precisions[i / ax.Bt]); });
+  return graphs;
+}
 
-  // Groups: (cluster, what-if, bucket size), each with the cluster predict would see. One compute
-  // model per (cluster, what-if), shared by its bucket sizes.
+// Groups: (cluster, what-if, bucket size), each with the cluster predict would see. One compute
+// model per (cluster, what-if), shared by its bucket sizes.
+std::vector<Group> make_groups(const PlanSpec& s, const Axes& ax) {
   const bool any_other = std::any_of(s.strategies.begin(), s.strategies.end(), [](const std::string& n) { return make_strategy(n)->name() != "dp"; });
   std::vector<Group> groups;
   for (size_t ci = 0; ci < ax.C; ++ci) {
@@ -291,40 +320,58 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
       }
     }
   }
+  return groups;
+}
 
-  // DDP's shared step per (cluster, what-if, precision, batch), for every bucket size in turn (the
-  // compute model prices the kernels once for all of them). What does not fit is not scheduled.
-  parallel_for(ax.C * ax.W * ax.P * ax.Bt, threads, [&](size_t item) {
+// DDP's shared step for one group at one (precision, batch): sim/schedule.cpp's schedule without
+// the all-reduces, and the optimizer's kernels. What does not fit is not scheduled.
+void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Precision precision, const Group& gr, Step& st) {
+  const ClusterSpec& c = gr.c;
+  st.fits_one = memory_fit(g, batch, precision, 1, c.gpu).fits;
+  st.fits_many = memory_fit(g, batch, precision, 2, c.gpu).fits;
+  if (!st.fits_one && !st.fits_many) return;
+  const ScheduleOptions opt = schedule_options(c.framework, gr.overlap, true);  // as predict's run_schedule
+  const IterationTimeline t = simulate_iteration(g, k, *gr.compute, [](double) { return 0.0; }, opt);
+  st.gpu_free = t.backward_end_s;
+  const size_t before_update = t.kernels.size() - k.update.size();
+  st.host = before_update > 0 ? t.kernels[before_update - 1].issue_s : c.framework.iteration_overhead_s;
+  for (const auto& b : t.buckets) st.ready.push_back(gr.overlap ? b.ready_s : t.backward_end_s);
+  std::vector<KernelTime> upd;
+  gr.compute->times(k.update, upd);
+  for (size_t i = 0; i < k.update.size(); ++i) {
+    st.update_s.push_back(upd[i].seconds);
+    st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt.host_cost_s, opt.launch_overhead_s));
+  }
+  st.sync_after = k.update_host_sync_after;
+  st.scheduled = true;
+}
+
+// The model, its kernels, the groups and their DDP steps: everything but the configurations.
+Search prepare(const PlanSpec& s) {
+  Search x{s,
+           Axes{s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(),
+                s.precisions.size(), s.batches.size(), s.gpus.size()}};
+  const Axes& ax = x.ax;
+  x.threads = thread_count(s);
+  for (const auto& p : s.precisions) x.precisions.push_back(parse_precision(p));
+  x.graphs = load_graphs(s);
+  x.kernels.resize(ax.P * ax.Bt);
+  parallel_for(x.kernels.size(), x.threads,
+               [&](size_t i) { x.kernels[i] = lower_iteration(x.graphs[i % ax.Bt], s.batches[i % ax.Bt], x.precisions[i / ax.Bt]); });
+  x.groups = make_groups(s, ax);
+  // Per (cluster, what-if, precision, batch), for every bucket size in turn (the compute model prices
+  // the kernels once for all of them).
+  parallel_for(ax.C * ax.W * ax.P * ax.Bt, x.threads, [&](size_t item) {
     const size_t pb = item % (ax.P * ax.Bt), cw = item / (ax.P * ax.Bt);
     const size_t pi = pb / ax.Bt, bi = pb % ax.Bt;
-    const Graph& g = graphs[bi];
-    const IterationKernels& k = kernels[pb];
     for (size_t ki = 0; ki < ax.K; ++ki) {
-      Group& gr = groups[cw * ax.K + ki];
-      Step& st = gr.steps[pb];
-      const ClusterSpec& c = gr.c;
-      st.fits_one = memory_fit(g, s.batches[bi], precisions[pi], 1, c.gpu).fits;
-      st.fits_many = memory_fit(g, s.batches[bi], precisions[pi], 2, c.gpu).fits;
-      if (!st.fits_one && !st.fits_many) continue;
-      const ScheduleOptions opt = schedule_options(c.framework, gr.overlap, true);  // as predict's run_schedule
-      const IterationTimeline t = simulate_iteration(g, k, *gr.compute, [](double) { return 0.0; }, opt);
-      st.gpu_free = t.backward_end_s;
-      const size_t before_update = t.kernels.size() - k.update.size();
-      st.host = before_update > 0 ? t.kernels[before_update - 1].issue_s : c.framework.iteration_overhead_s;
-      for (const auto& b : t.buckets) st.ready.push_back(gr.overlap ? b.ready_s : t.backward_end_s);
-      std::vector<KernelTime> upd;
-      gr.compute->times(k.update, upd);
-      for (size_t i = 0; i < k.update.size(); ++i) {
-        st.update_s.push_back(upd[i].seconds);
-        st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt.host_cost_s, opt.launch_overhead_s));
-      }
-      st.sync_after = k.update_host_sync_after;
-      st.scheduled = true;
+      Group& gr = x.groups[cw * ax.K + ki];
+      schedule_step(x.graphs[bi], x.kernels[pb], s.batches[bi], x.precisions[pi], gr, gr.steps[pb]);
     }
   });
   // Bucket sizes depend on the model and the bucket cap only.
-  for (Group& gr : groups) {
-    const auto buckets = assign_buckets(graphs.front(), gr.c.framework.first_bucket_bytes, gr.c.framework.bucket_bytes, ScheduleOptions{}.grad_bytes_per_param);
+  for (Group& gr : x.groups) {
+    const auto buckets = assign_buckets(x.graphs.front(), gr.c.framework.first_bucket_bytes, gr.c.framework.bucket_bytes, ScheduleOptions{}.grad_bytes_per_param);
     for (const auto& b : buckets) {
       int64_t bytes = 0;
       for (const auto& t : b) bytes += t.second;
@@ -333,92 +380,101 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
     for (const Step& st : gr.steps)
       if (st.scheduled && st.ready.size() != gr.bucket_bytes.size()) throw std::logic_error("plan: bucket count differs between batch sizes");
   }
+  return x;
+}
 
-  // Every configuration, in work items of (group, algorithm, strategy, a run of GPU counts).
+// Prices one work item: the configurations of one (group, algorithm, strategy) at a run of GPU
+// counts `[g_begin, g_end)`, every precision and batch size. Returns how many it priced (the others
+// are skipped by a rule). `fast`: DDP's steps by replay, else predict() per configuration.
+uint64_t price_gpu_run(const Search& x, const Group& gr, size_t ai, size_t si, size_t g_begin, size_t g_end, bool fast, std::vector<Outcome>& out) {
+  const PlanSpec& s = x.s;
+  const Axes ax = x.ax;  // a local copy: the stores to `out` below cannot be taken to change it
+  const ClusterSpec& c = gr.c;
+  const auto algo = make_collective_algorithm(s.algos[ai]);
+  const bool dp = fast && make_strategy(s.strategies[si])->name() == "dp";
+  TrainGoal goal;
+  goal.dataset_size = s.dataset_size;
+  goal.epochs = s.epochs;
+  goal.price_per_gpu_hour = gr.price;
+  std::vector<double> allreduce_s(gr.bucket_bytes.size());
+  uint64_t n_priced = 0;
+  for (size_t gi = g_begin; gi < g_end; ++gi) {
+    const int64_t gpus = s.gpus[gi];
+    bool have_comm = false;
+    for (size_t pi = 0; pi < ax.P; ++pi)
+      for (size_t bi = 0; bi < ax.Bt; ++bi) {
+        Outcome& o = out[ax.index(gr.ci, gr.wi, gr.ki, ai, si, pi, bi, gi)];
+        const Step& st = gr.steps[pi * ax.Bt + bi];
+        const int64_t batch = s.batches[bi];
+        if (gpus > c.capacity_gpus()) {
+          o.status = kCapacity;
+          continue;
+        }
+        if (s.max_global_batch && gpus * batch > *s.max_global_batch) {
+          o.status = kGlobalBatch;
+          continue;
+        }
+        if (!(gpus > 1 ? st.fits_many : st.fits_one)) {
+          o.status = kMemory;
+          continue;
+        }
+        if (dp) {
+          if (!have_comm) {
+            const Placement where = place(c, gpus);
+            for (size_t j = 0; j < allreduce_s.size(); ++j)
+              allreduce_s[j] = algo->time_s(CollectiveOp::AllReduce, static_cast<double>(gr.bucket_bytes[j]), where, c);
+            have_comm = true;
+          }
+          o.iteration_s = replay(st, allreduce_s);
+        } else {
+          TrainingConfig cfg = plan_training(s, gpus, batch, x.precisions[pi], s.algos[ai], s.strategies[si]);
+          cfg.compute = gr.compute;
+          cfg.compute_2x_flops = gr.compute_2x_flops;
+          cfg.compute_2x_memory = gr.compute_2x_memory;
+          o.iteration_s = predict(x.graphs[bi], c, cfg).iteration_s;
+        }
+        ++n_priced;
+        const TrainEstimate e = train_estimate(gpus, batch, o.iteration_s, goal);
+        o.time_s = e.time_s;
+        o.cost = *e.cost;
+        if (s.deadline_s && o.time_s > *s.deadline_s) o.status = kDeadline;
+        else if (s.budget && o.cost > *s.budget) o.status = kBudget;
+        else o.status = kFeasible;
+      }
+  }
+  return n_priced;
+}
+
+// Every configuration, in work items of (group, algorithm, strategy, a run of GPU counts); `priced`
+// counts those whose iteration time was computed.
+std::vector<Outcome> price_all(const Search& x, bool fast, const std::function<void(size_t)>& tick, uint64_t& priced) {
+  const Axes& ax = x.ax;
   std::vector<Outcome> out(ax.size());
   const size_t chunk = 64;
   const size_t chunks = (ax.G + chunk - 1) / chunk;
-  const size_t items = groups.size() * ax.A * ax.S * chunks;
+  const size_t items = x.groups.size() * ax.A * ax.S * chunks;
   std::mutex tick_mu;
-  std::atomic<uint64_t> priced{0};
-  parallel_for(items, threads, [&](size_t item) {
+  std::atomic<uint64_t> n_priced{0};
+  parallel_for(items, x.threads, [&](size_t item) {
     const size_t ch = item % chunks;
     size_t rest = item / chunks;
     const size_t si = rest % ax.S;
     rest /= ax.S;
     const size_t ai = rest % ax.A;
-    const Group& gr = groups[rest / ax.A];
-    const ClusterSpec& c = gr.c;
-    const auto algo = make_collective_algorithm(s.algos[ai]);
-    const bool dp = fast && make_strategy(s.strategies[si])->name() == "dp";
-    TrainGoal goal;
-    goal.dataset_size = s.dataset_size;
-    goal.epochs = s.epochs;
-    goal.price_per_gpu_hour = gr.price;
-    std::vector<double> allreduce_s(gr.bucket_bytes.size());
-    uint64_t n_priced = 0;
     const size_t g_end = std::min(ax.G, (ch + 1) * chunk);
-    for (size_t gi = ch * chunk; gi < g_end; ++gi) {
-      const int64_t gpus = s.gpus[gi];
-      bool have_comm = false;
-      for (size_t pi = 0; pi < ax.P; ++pi)
-        for (size_t bi = 0; bi < ax.Bt; ++bi) {
-          Outcome& o = out[ax.index(gr.ci, gr.wi, gr.ki, ai, si, pi, bi, gi)];
-          const Step& st = gr.steps[pi * ax.Bt + bi];
-          const int64_t batch = s.batches[bi];
-          if (gpus > c.capacity_gpus()) {
-            o.status = kCapacity;
-            continue;
-          }
-          if (s.max_global_batch && gpus * batch > *s.max_global_batch) {
-            o.status = kGlobalBatch;
-            continue;
-          }
-          if (!(gpus > 1 ? st.fits_many : st.fits_one)) {
-            o.status = kMemory;
-            continue;
-          }
-          if (dp) {
-            if (!have_comm) {
-              const Placement where = place(c, gpus);
-              for (size_t j = 0; j < allreduce_s.size(); ++j)
-                allreduce_s[j] = algo->time_s(CollectiveOp::AllReduce, static_cast<double>(gr.bucket_bytes[j]), where, c);
-              have_comm = true;
-            }
-            o.iteration_s = replay(st, allreduce_s);
-          } else {
-            TrainingConfig cfg = plan_training(s, gpus, batch, precisions[pi], s.algos[ai], s.strategies[si]);
-            cfg.compute = gr.compute;
-            cfg.compute_2x_flops = gr.compute_2x_flops;
-            cfg.compute_2x_memory = gr.compute_2x_memory;
-            o.iteration_s = predict(graphs[bi], c, cfg).iteration_s;
-          }
-          ++n_priced;
-          const TrainEstimate e = train_estimate(gpus, batch, o.iteration_s, goal);
-          o.time_s = e.time_s;
-          o.cost = *e.cost;
-          if (s.deadline_s && o.time_s > *s.deadline_s) o.status = kDeadline;
-          else if (s.budget && o.cost > *s.budget) o.status = kBudget;
-          else o.status = kFeasible;
-        }
-    }
-    priced += n_priced;
+    n_priced += price_gpu_run(x, x.groups[rest / ax.A], ai, si, ch * chunk, g_end, fast, out);
     if (tick) {
       std::lock_guard<std::mutex> lock(tick_mu);
       tick((g_end - ch * chunk) * ax.P * ax.Bt);
     }
   });
+  priced = n_priced;
+  return out;
+}
 
-  PlanResult r;
-  r.objective = s.objective;
-  r.threads = threads;
-  r.evaluated = ax.size();
-  r.priced = priced;
-  struct Cand {
-    double time_s, cost;
-    uint64_t index;
-  };
-  std::vector<Cand> feasible;
+// Counts each configuration under its rule in `r` and returns the feasible ones.
+std::vector<Candidate> tally(const std::vector<Outcome>& out, PlanResult& r) {
+  std::vector<Candidate> feasible;
   for (uint64_t i = 0; i < out.size(); ++i) {
     switch (out[i].status) {
       case kFeasible: feasible.push_back({out[i].time_s, out[i].cost, i}); break;
@@ -431,78 +487,78 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
     }
   }
   r.feasible = feasible.size();
+  return feasible;
+}
 
-  // The configuration behind an index, with predict()'s own iteration time for it.
-  auto config = [&](uint64_t index) {
-    uint64_t x = index;
-    const size_t gi = x % ax.G;
-    x /= ax.G;
-    const size_t bi = x % ax.Bt;
-    x /= ax.Bt;
-    const size_t pi = x % ax.P;
-    x /= ax.P;
-    const size_t si = x % ax.S;
-    x /= ax.S;
-    const size_t ai = x % ax.A;
-    x /= ax.A;
-    const Group& gr = groups[x];
-    PlanConfig pc;
-    pc.index = index;
-    pc.cluster = s.clusters[gr.ci];
-    pc.gpu = gr.c.gpu.name;
-    pc.what_if = s.what_ifs[gr.wi];
-    pc.gpus = s.gpus[gi];
-    pc.nodes = place(gr.c, pc.gpus).nodes;
-    pc.batch_per_gpu = s.batches[bi];
-    pc.precision = precision_name(precisions[pi]);
-    pc.strategy = make_strategy(s.strategies[si])->name();
-    pc.algo = make_collective_algorithm(s.algos[ai])->name();
-    pc.nic_Gbps = gr.c.inter.nic_bandwidth_Bps * 8 / 1e9;
-    pc.bucket_mb = gr.bucket_mb;
-    pc.price_per_gpu_hour = gr.price;
-    const Outcome& o = out[index];
-    pc.iteration_s = o.iteration_s;
-    pc.time_to_train_s = o.time_s;
-    pc.cost = o.cost;
-    TrainGoal goal;
-    goal.dataset_size = s.dataset_size;
-    goal.epochs = s.epochs;
-    goal.price_per_gpu_hour = gr.price;
-    const TrainEstimate e = train_estimate(pc.gpus, pc.batch_per_gpu, pc.iteration_s, goal);
-    pc.gpu_hours = e.gpu_hours;
-    pc.steps = static_cast<int64_t>(e.steps);
-    return pc;
-  };
-  // What is reported is checked against predict() itself, on the cluster predict would load.
-  std::atomic<bool> differs{false};
-  auto confirmed = [&](uint64_t index) {
-    PlanConfig pc = config(index);
-    const Group& gr = groups[index / (uint64_t(ax.A) * ax.S * ax.P * ax.Bt * ax.G)];
-    std::optional<double> mb;
-    if (!s.bucket_mbs.empty()) mb = s.bucket_mbs[gr.ki];
-    const ClusterSpec c = plan_cluster(s, gr.ci, s.what_ifs[gr.wi], mb);
-    const size_t bi = static_cast<size_t>(std::find(s.batches.begin(), s.batches.end(), pc.batch_per_gpu) - s.batches.begin());
-    const Prediction p = predict(graphs[bi], c, plan_training(s, pc.gpus, pc.batch_per_gpu, parse_precision(pc.precision), pc.algo, pc.strategy));
-    if (p.iteration_s != pc.iteration_s) differs = true;
-    return pc;
-  };
+// The configuration behind an index, with the search's times for it.
+PlanConfig plan_config(const Search& x, const std::vector<Outcome>& out, uint64_t index) {
+  const PlanSpec& s = x.s;
+  const Axes::Position at = x.ax.position(index);
+  const Group& gr = x.groups[at.group];
+  PlanConfig pc;
+  pc.index = index;
+  pc.cluster = s.clusters[gr.ci];
+  pc.gpu = gr.c.gpu.name;
+  pc.what_if = s.what_ifs[gr.wi];
+  pc.gpus = s.gpus[at.gi];
+  pc.nodes = place(gr.c, pc.gpus).nodes;
+  pc.batch_per_gpu = s.batches[at.bi];
+  pc.precision = precision_name(x.precisions[at.pi]);
+  pc.strategy = make_strategy(s.strategies[at.si])->name();
+  pc.algo = make_collective_algorithm(s.algos[at.ai])->name();
+  pc.nic_Gbps = gr.c.inter.nic_bandwidth_Bps * 8 / 1e9;
+  pc.bucket_mb = gr.bucket_mb;
+  pc.price_per_gpu_hour = gr.price;
+  const Outcome& o = out[index];
+  pc.iteration_s = o.iteration_s;
+  pc.time_to_train_s = o.time_s;
+  pc.cost = o.cost;
+  TrainGoal goal;
+  goal.dataset_size = s.dataset_size;
+  goal.epochs = s.epochs;
+  goal.price_per_gpu_hour = gr.price;
+  const TrainEstimate e = train_estimate(pc.gpus, pc.batch_per_gpu, pc.iteration_s, goal);
+  pc.gpu_hours = e.gpu_hours;
+  pc.steps = static_cast<int64_t>(e.steps);
+  return pc;
+}
 
-  // The Pareto front: by time, then cost, then index; a point stays if it is cheaper than every faster one.
-  std::sort(feasible.begin(), feasible.end(), [](const Cand& a, const Cand& b) {
+// Whether predict() itself, on the cluster predict would load, gives a reported configuration the
+// iteration time the search gave it.
+bool agrees_with_predict(const Search& x, const PlanConfig& pc) {
+  const PlanSpec& s = x.s;
+  const Group& gr = x.groups[x.ax.position(pc.index).group];
+  std::optional<double> mb;
+  if (!s.bucket_mbs.empty()) mb = s.bucket_mbs[gr.ki];
+  const ClusterSpec c = plan_cluster(s, gr.ci, s.what_ifs[gr.wi], mb);
+  const size_t bi = static_cast<size_t>(std::find(s.batches.begin(), s.batches.end(), pc.batch_per_gpu) - s.batches.begin());
+  const Prediction p = predict(x.graphs[bi], c, plan_training(s, pc.gpus, pc.batch_per_gpu, parse_precision(pc.precision), pc.algo, pc.strategy));
+  return p.iteration_s == pc.iteration_s;
+}
+
+// The Pareto front of time to train against cost: sorts `feasible` by time, then cost, then index;
+// a point stays if it is cheaper than every faster one.
+std::vector<uint64_t> pareto_front(std::vector<Candidate>& feasible) {
+  std::sort(feasible.begin(), feasible.end(), [](const Candidate& a, const Candidate& b) {
     if (a.time_s != b.time_s) return a.time_s < b.time_s;
     if (a.cost != b.cost) return a.cost < b.cost;
     return a.index < b.index;
   });
   std::vector<uint64_t> front;
   double best_cost = 0;
-  for (const Cand& c : feasible)
+  for (const Candidate& c : feasible)
     if (front.empty() || c.cost < best_cost) {
       front.push_back(c.index);
       best_cost = c.cost;
     }
-  // Top K by the objective, the other measure and the index breaking ties.
+  return front;
+}
+
+// Moves the top K by the objective to the front of `feasible`, the other measure and the index
+// breaking ties; returns K.
+size_t sort_top(std::vector<Candidate>& feasible, const PlanSpec& s) {
   const bool by_time = s.objective == "time";
-  auto key_less = [&](const Cand& a, const Cand& b) {
+  auto key_less = [&](const Candidate& a, const Candidate& b) {
     const double a1 = by_time ? a.time_s : a.cost, b1 = by_time ? b.time_s : b.cost;
     const double a2 = by_time ? a.cost : a.time_s, b2 = by_time ? b.cost : b.time_s;
     if (a1 != b1) return a1 < b1;
@@ -511,13 +567,33 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
   };
   const size_t k = std::min(s.top, feasible.size());
   std::partial_sort(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(k), feasible.end(), key_less);
+  return k;
+}
 
+// The search; `fast`: DDP's steps by replay (the header's sharing), else predict() per configuration.
+// `disagreed` is set when a reported configuration's replayed time differs from predict()'s.
+PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bool fast, bool& disagreed) {
+  const Search x = prepare(s);
+  PlanResult r;
+  r.objective = s.objective;
+  r.threads = x.threads;
+  r.evaluated = x.ax.size();
+  const std::vector<Outcome> out = price_all(x, fast, tick, r.priced);
+  std::vector<Candidate> feasible = tally(out, r);
+  const std::vector<uint64_t> front = pareto_front(feasible);
+  const size_t k = sort_top(feasible, s);
+
+  // What is reported is checked against predict() itself, each configuration once.
   std::vector<uint64_t> wanted(front.begin(), front.end());
   for (size_t i = 0; i < k; ++i) wanted.push_back(feasible[i].index);
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   std::vector<PlanConfig> checked(wanted.size());
-  parallel_for(wanted.size(), threads, [&](size_t i) { checked[i] = confirmed(wanted[i]); });
+  std::atomic<bool> differs{false};
+  parallel_for(wanted.size(), x.threads, [&](size_t i) {
+    checked[i] = plan_config(x, out, wanted[i]);
+    if (!agrees_with_predict(x, checked[i])) differs = true;
+  });
   disagreed = differs;
   if (disagreed) return r;
   auto get = [&](uint64_t index) { return checked[static_cast<size_t>(std::lower_bound(wanted.begin(), wanted.end(), index) - wanted.begin())]; };

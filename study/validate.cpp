@@ -110,30 +110,20 @@ ClusterSpec split_node_cluster(const ClusterSpec& c, int64_t group_size) {
   return s;
 }
 
-MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
-  JsonObject o(doc, what, "$");
-  MeasuredRun r;
-  r.file = what;
-  const std::string schema = o.str("schema");
-  if (schema != "dtsim-measured-run/1") o.fail("schema", "must be \"dtsim-measured-run/1\", got \"" + schema + "\"");
-  r.source = o.str("source");
-  r.framework = o.str("framework");
-  if (r.framework != "harness" && r.framework != "pytorch") o.fail("framework", "must be \"harness\" or \"pytorch\", got \"" + r.framework + "\"");
-  r.model = o.str("model");
-  r.gpus = o.integer("gpus", 1, 1 << 20);
-  r.batch_per_gpu = o.integer("batch_per_gpu", 1, kMaxBatchPerGpu);
-  r.precision = o.str("precision");
-  try {
-    parse_precision(r.precision);
-  } catch (const InputError& e) {
-    o.fail("precision", e.rule());
-  }
+namespace {
+
+// DDP's settings: overlap and the bucket caps.
+void parse_ddp(JsonObject& o, MeasuredRun& r) {
   JsonObject ddp = o.object("ddp");
   r.overlap = ddp.boolean_or("overlap", true);
   r.first_bucket_bytes = ddp.integer("first_bucket_bytes", 1, int64_t(1) << 40);
   r.bucket_bytes = ddp.integer("bucket_bytes", 1, int64_t(1) << 40);
   accept(ddp, {"broadcast_buffers", "gradient_as_bucket_view", "parameters", "buckets", "allreduce"});
   ddp.reject_unknown();
+}
+
+// The iteration time: the median, and the 10th and 90th percentiles around it.
+void parse_iteration_time(JsonObject& o, MeasuredRun& r) {
   JsonObject t = o.object("iteration_time_s");
   r.iteration_s = t.positive("median", 1e6);
   r.p10_s = t.number_or("p10", r.iteration_s, 0.0, 1e6);
@@ -143,7 +133,10 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
   for (const char* k : {"min", "max", "mean", "spread"}) t.number_or(k, 0.0, 0.0, 1e6);
   accept(t, {"samples"});
   t.reject_unknown();
+}
 
+// Where the run ran: the GPU (and so the cluster preset), the date and the software versions.
+void parse_provenance(const Json& doc, JsonObject& o, MeasuredRun& r) {
   JsonObject prov = o.object("provenance");
   JsonObject gpu = prov.object("gpu");
   r.gpu_name = gpu.str("name");
@@ -163,7 +156,10 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
     if (sw.contains(k)) add(std::string(k) == "cuda_runtime" ? "CUDA" : k, sw.at(k));
   if (&sw != &pj && pj.contains("torch")) add("torch", pj.at("torch"));
   for (size_t i = 0; i < parts.size(); ++i) r.versions += (i ? ", " : "") + parts[i];
+}
 
+// What the run kept in GPU memory: PyTorch's allocated peak and the input batches it holds.
+void parse_memory(JsonObject& o, MeasuredRun& r) {
   if (o.has("memory")) {
     JsonObject mem = o.object("memory");
     if (mem.has("peak_allocated_bytes")) r.peak_allocated_bytes = mem.number("peak_allocated_bytes", 0.0, 1e15);
@@ -178,49 +174,81 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
       if (b < at) r.input_batches = std::stod(d.substr(b, at - b));
     }
   }
+}
 
-  if (o.has("layers")) {
-    const Json& layers = o.raw("layers");
-    if (!layers.is_array()) o.fail("layers", "must be an array");
-    std::map<std::string, size_t> index;
-    for (size_t i = 0; i < layers.size(); ++i) {
-      JsonObject l = array_object(layers, i, what, "$.layers");
-      std::string name = l.str("name");
-      std::string pass = l.str("pass");
-      double time = l.number("time_s", 0.0, 1e6);
-      accept(l, {"op", "kernel_kind", "shape", "start_s", "calls"});
-      l.reject_unknown();
-      if (pass == "update") continue;  // the optimizer, not a layer
-      auto [it, fresh] = index.emplace(name, r.layers.size());
-      if (fresh) r.layers.push_back({name, 0, 0});
-      MeasuredLayer& m = r.layers[it->second];
-      (pass.rfind("fwd", 0) == 0 ? m.fwd_s : m.bwd_s) += time;
-    }
+// Per-layer forward and backward times, summed over a layer's kernels; the optimizer is not a layer.
+void parse_layers(JsonObject& o, const std::string& what, MeasuredRun& r) {
+  if (!o.has("layers")) return;
+  const Json& layers = o.raw("layers");
+  if (!layers.is_array()) o.fail("layers", "must be an array");
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    JsonObject l = array_object(layers, i, what, "$.layers");
+    std::string name = l.str("name");
+    std::string pass = l.str("pass");
+    double time = l.number("time_s", 0.0, 1e6);
+    accept(l, {"op", "kernel_kind", "shape", "start_s", "calls"});
+    l.reject_unknown();
+    if (pass == "update") continue;  // the optimizer, not a layer
+    auto [it, fresh] = index.emplace(name, r.layers.size());
+    if (fresh) r.layers.push_back({name, 0, 0});
+    MeasuredLayer& m = r.layers[it->second];
+    (pass.rfind("fwd", 0) == 0 ? m.fwd_s : m.bwd_s) += time;
   }
-  if (o.has("strategy")) {
-    // The harness's other schemes (validation/harness/train.cu): which one ran and its parameters.
-    JsonObject st = o.object("strategy");
-    r.scheme = st.str("name");
-    if (r.scheme == "hierarchical" || r.scheme == "hierarchical-leader") {
-      r.group_size = st.integer("group_size", 1, r.gpus);
-      if (r.gpus % r.group_size != 0) st.fail("group_size", "must divide gpus (" + std::to_string(r.gpus) + ")");
-      accept(st, {"allreduce", "groups", "description", "step_time_s"});
-    } else if (r.scheme == "local-sgd") {
-      r.average_every = st.integer("average_every", 1, 1 << 20);
-      JsonObject steps = st.object("step_time_s");
-      // The mean step over one period (tau - 1 local steps and one averaging step) is what the
-      // strategy predicts; the run's all-steps statistics are not.
-      r.iteration_s = steps.positive("period_mean_s", 1e6);
-      r.p10_s = r.p90_s = r.iteration_s;
-      accept(steps, {"averaging_steps", "local_steps", "period_mean_note", "full_periods_mean_s", "full_periods"});
-      steps.reject_unknown();
-      accept(st, {"description", "parameter_allreduce_bytes", "parameter_allreduce_s", "params_identical_before_final_average",
-                  "final_average_for_check", "check_note"});
-    } else if (r.scheme != "dp") {
-      st.fail("name", "unknown scheme '" + r.scheme + "' (known: dp, hierarchical, hierarchical-leader, local-sgd)");
-    }
-    st.reject_unknown();
+}
+
+// The harness's other schemes (validation/harness/train.cu): which one ran and its parameters.
+void parse_strategy(JsonObject& o, MeasuredRun& r) {
+  if (!o.has("strategy")) return;
+  JsonObject st = o.object("strategy");
+  r.scheme = st.str("name");
+  if (r.scheme == "hierarchical" || r.scheme == "hierarchical-leader") {
+    r.group_size = st.integer("group_size", 1, r.gpus);
+    if (r.gpus % r.group_size != 0) st.fail("group_size", "must divide gpus (" + std::to_string(r.gpus) + ")");
+    accept(st, {"allreduce", "groups", "description", "step_time_s"});
+  } else if (r.scheme == "local-sgd") {
+    r.average_every = st.integer("average_every", 1, 1 << 20);
+    JsonObject steps = st.object("step_time_s");
+    // The mean step over one period (tau - 1 local steps and one averaging step) is what the
+    // strategy predicts; the run's all-steps statistics are not.
+    r.iteration_s = steps.positive("period_mean_s", 1e6);
+    r.p10_s = r.p90_s = r.iteration_s;
+    accept(steps, {"averaging_steps", "local_steps", "period_mean_note", "full_periods_mean_s", "full_periods"});
+    steps.reject_unknown();
+    accept(st, {"description", "parameter_allreduce_bytes", "parameter_allreduce_s", "params_identical_before_final_average",
+                "final_average_for_check", "check_note"});
+  } else if (r.scheme != "dp") {
+    st.fail("name", "unknown scheme '" + r.scheme + "' (known: dp, hierarchical, hierarchical-leader, local-sgd)");
   }
+  st.reject_unknown();
+}
+
+}  // namespace
+
+MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
+  JsonObject o(doc, what, "$");
+  MeasuredRun r;
+  r.file = what;
+  const std::string schema = o.str("schema");
+  if (schema != "dtsim-measured-run/1") o.fail("schema", "must be \"dtsim-measured-run/1\", got \"" + schema + "\"");
+  r.source = o.str("source");
+  r.framework = o.str("framework");
+  if (r.framework != "harness" && r.framework != "pytorch") o.fail("framework", "must be \"harness\" or \"pytorch\", got \"" + r.framework + "\"");
+  r.model = o.str("model");
+  r.gpus = o.integer("gpus", 1, 1 << 20);
+  r.batch_per_gpu = o.integer("batch_per_gpu", 1, kMaxBatchPerGpu);
+  r.precision = o.str("precision");
+  try {
+    parse_precision(r.precision);
+  } catch (const InputError& e) {
+    o.fail("precision", e.rule());
+  }
+  parse_ddp(o, r);
+  parse_iteration_time(o, r);
+  parse_provenance(doc, o, r);
+  parse_memory(o, r);
+  parse_layers(o, what, r);
+  parse_strategy(o, r);
   accept(o, {"source", "model_file", "torchvision_model", "nodes", "gpus_per_node", "precision_detail", "optimizer", "conv_api",
              "conv_algorithm_selection", "layout", "iterations", "iteration_timing", "throughput_samples_per_s", "breakdown_s",
              "layers_note", "allreduces", "checks", "autotune", "setup_s", "config_wall_s", "warmup_wall_s", "dataset",

@@ -4,6 +4,7 @@
 #include "sim/framework.hpp"
 
 #include "helpers.hpp"
+#include "report/verdict_report.hpp"
 #include "study/verdict.hpp"
 
 using namespace dtsim;
@@ -120,22 +121,23 @@ TEST_CASE("sweep verdict: where efficiency first drops below 90% and 75%, and wh
   CHECK(series[0].drops[1].threshold == 0.75);
   CHECK(res.rows[series[0].drops[1].row].p.gpus == 32);
   // Why: exposed communication, which collective, how many bytes, over which link.
-  const std::string& why = series[0].drops[0].reason;
+  const std::string why = drop_reason(res, series[0].drops[0]);
   CHECK(why.find("exposed communication") != std::string::npos);
   CHECK(why.find("ring all-reduce of 100.0 MB") != std::string::npos);
   CHECK(why.find("inter-node network (test)") != std::string::npos);
   CHECK(why.find("the job now spans") == std::string::npos);  // 4 -> 8 GPUs stays on one node
 
-  SweepVerdict v = sweep_verdict(res);
+  const SweepVerdict v = sweep_verdict(res);
   bool found = false;
-  for (const auto& l : v.lines)
+  for (const auto& l : sweep_verdict_lines(res, v))
     if (l.find("first drops below 90% at 8 GPUs: 89.0% (91.0% at 4)") != std::string::npos) {
       found = true;
       CHECK(l.find("Below 75% at 32 GPUs (4 nodes): 74.0%") != std::string::npos);
     }
   CHECK(found);
-  CHECK(v.json["series"][0]["below"].size() == 2);
-  CHECK(v.json["series"][0]["below"][1]["gpus"] == 32);
+  const Json json = sweep_verdict_json(res, v);
+  CHECK(json["series"][0]["below"].size() == 2);
+  CHECK(json["series"][0]["below"][1]["gpus"] == 32);
 }
 
 TEST_CASE("sweep verdict: both thresholds at once, never below, and no recommendation that does not fit") {
@@ -146,9 +148,8 @@ TEST_CASE("sweep verdict: both thresholds at once, never below, and no recommend
   res.rows = {row(1, 1.0), row(8, 0.95), row(64, 0.6, false)};                    // crosses both at 64, which does not fit
   res.rows.push_back(row(1, 1.0, true, "m", 2));                                    // a what-if that never drops
   res.rows.push_back(row(64, 0.93, true, "m", 2));
-  auto v = sweep_verdict(res);
   std::string text;
-  for (const auto& l : v.lines) text += l + "\n";
+  for (const auto& l : sweep_verdict_lines(res, sweep_verdict(res))) text += l + "\n";
   CHECK(text.find("first drops below 90% and 75% at 64 GPUs (8 nodes): 60.0%") != std::string::npos);
   CHECK(text.find("stays at or above 90% up to 64 GPUs") != std::string::npos);
   CHECK(text.find("1 do not fit") != std::string::npos);
