@@ -19,6 +19,7 @@ import filecmp
 import os
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -89,7 +90,11 @@ def jobs(kernel_stride):
     for fmt in ["table", "csv", "json"]:
         out.append((f"sweep_zoo.{fmt}", ["sweep", *zoo, "--format", fmt]))
     out.append(("sweep_zoo_verdict.txt", ["sweep", *zoo, "--format", "csv", "--verdict", "/dev/stdout"]))
+    out.append(("sweep_zoo_verdict.json", ["sweep", *zoo, "--format", "csv", "--verdict", "{file}.json"]))
     out.append(("sweep_scaling_study.json", ["sweep", "--sweep", "configs/sweeps/scaling-study.json", "--format", "json"]))
+    for sweep in ["scaling-study", "link-whatif", "seed-study"]:
+        out.append((f"sweep_{sweep}_verdict.json", ["sweep", "--sweep", f"configs/sweeps/{sweep}.json", "--format", "csv",
+                                                     "--verdict", "{file}.json"]))
     out.append(("sweep_link_whatif.csv", ["sweep", "--sweep", "configs/sweeps/link-whatif.json", "--format", "csv"]))
     for gpu in GPUS_MEASURED:
         for folder in ["kernels", "kernels_beyond"]:
@@ -146,9 +151,15 @@ def jobs(kernel_stride):
 
 
 def run_one(dtsim, out_dir, name, args):
-    p = subprocess.run([dtsim, *args], cwd=ROOT, capture_output=True)
+    """Runs one command; an argument "{file}.EXT" is a file it writes, appended to the output."""
+    written = [a for a in args if a.startswith("{file}")]
+    with tempfile.TemporaryDirectory() as tmp:
+        run_args = [a.replace("{file}", os.path.join(tmp, "out")) for a in args]
+        p = subprocess.run([dtsim, *run_args], cwd=ROOT, capture_output=True)
+        files = b"".join(b"\n--- " + a.encode() + b"\n" + Path(a.replace("{file}", os.path.join(tmp, "out"))).read_bytes()
+                         for a in written if os.path.exists(a.replace("{file}", os.path.join(tmp, "out"))))
     (out_dir / name).write_bytes(b"$ dtsim " + " ".join(args).encode() + b"\n" + p.stdout +
-                                 b"\n--- stderr\n" + p.stderr + f"\n--- exit {p.returncode}\n".encode())
+                                 b"\n--- stderr\n" + p.stderr + f"\n--- exit {p.returncode}\n".encode() + files)
 
 
 def write(args):
