@@ -36,7 +36,7 @@ void TrainingFlags::add_to(CLI::App* c) {
       ->capture_default_str();
   c->add_option("--framework", framework, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")
       ->capture_default_str();
-  c->add_flag("--no-overlap", no_overlap, "All-reduce gradients after the backward pass instead of overlapping");
+  c->add_flag_callback("--no-overlap", [this] { overlap = false; }, "All-reduce gradients after the backward pass instead of overlapping");
   c->add_option("--strategy", strategy, "Training strategy (dtsim strategies describes them): " + join_names(strategy_names()))->capture_default_str();
   StrategyParams& sp = strategy_params;
   const std::string from_config = "the default of configs/strategies.json";
@@ -59,6 +59,11 @@ void TrainingFlags::add_to(CLI::App* c) {
   c->add_flag("--domain", sp.domain, "grid: domain (spatial) parallel convolutions instead of model parallel ones");
   c->add_option("--format", format, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
   c->add_option("--out", out, "Write the output to FILE (atomically) instead of stdout");
+}
+
+int64_t checked_cluster_nodes(int64_t nodes) {
+  if (nodes < 1 || nodes > kMaxClusterNodes) throw InputError("--cluster-nodes", "must be in [1, " + std::to_string(kMaxClusterNodes) + "]");
+  return nodes;
 }
 
 void add_allow_unknown_ops(CLI::App* c, bool& flag) {
@@ -88,14 +93,7 @@ void TrainingFlags::check_strategy_flags() const {
 
 TrainingConfig TrainingFlags::config() const {
   check_strategy_flags();
-  TrainingConfig cfg;
-  cfg.precision = parse_precision(precision);
-  cfg.algo = algo;
-  cfg.compute_model = compute_model;
-  if (no_overlap) cfg.overlap = false;
-  cfg.strategy = strategy;
-  cfg.strategy_params = strategy_params;
-  return cfg;
+  return training_config(*this);
 }
 
 }  // namespace dtsim::cli

@@ -16,29 +16,25 @@ class GridCommand : public Command {
     c->add_option("--model", model_, "Zoo name, model JSON or ONNX file")->required();
     c->add_option("--gpus", gpus_, "P, the number of GPUs")->required();
     c->add_option("--batch", batch_, "Global batch B (each of the Pc columns takes B / Pc)")->required();
-    c->add_option("--cluster", cluster_, "Cluster preset name or JSON file")->capture_default_str();
-    c->add_option("--precision", precision_, "fp32, tf32, bf16, fp16")->capture_default_str();
-    c->add_option("--algo", algo_, "Collective algorithm of the column and row collectives")->capture_default_str();
-    c->add_option("--compute-model", compute_model_, "Kernel times: auto, mlp, roofline")->capture_default_str();
-    c->add_option("--framework", framework_, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")->capture_default_str();
+    c->add_option("--cluster", flags_.cluster, "Cluster preset name or JSON file")->capture_default_str();
+    c->add_option("--precision", flags_.precision, "fp32, tf32, bf16, fp16")->capture_default_str();
+    c->add_option("--algo", flags_.algo, "Collective algorithm of the column and row collectives")->capture_default_str();
+    c->add_option("--compute-model", flags_.compute_model, "Kernel times: auto, mlp, roofline")->capture_default_str();
+    c->add_option("--framework", flags_.framework, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")
+        ->capture_default_str();
     c->add_flag("--domain", domain_, "Domain (spatial) parallel convolutions: halo exchanges instead of model-parallel collectives");
-    c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
-    c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
+    c->add_option("--format", flags_.format, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
+    c->add_option("--out", flags_.out, "Write the output to FILE (atomically) instead of stdout");
     return c;
   }
 
   int run() override {
     if (batch_ < 1 || batch_ > (int64_t(1) << 30)) throw InputError("--batch", "must be in [1, 2^30]");
-    TrainingFlags f;
-    f.cluster = cluster_;
-    f.precision = precision_;
-    f.algo = algo_;
-    f.compute_model = compute_model_;
-    Graph g = f.load_model(model_, batch_);
-    ClusterSpec c = apply_framework(load_cluster(cluster_), load_framework(framework_));
+    Graph g = flags_.load_model(model_, batch_);
+    ClusterSpec c = apply_framework(load_cluster(flags_.cluster), load_framework(flags_.framework));
     const Placement where = place(c, gpus_);
-    TrainingConfig cfg = f.config();
-    auto algo = make_collective_algorithm(algo_);
+    TrainingConfig cfg = flags_.config();
+    auto algo = make_collective_algorithm(flags_.algo);
     auto column_step = [&](int64_t b) { return single_gpu_step(g, c, cfg, b); };
     const std::vector<GridPoint> pts = grid_points(g, c, *algo, cfg.precision, batch_, where.gpus, domain_, column_step);
     const GridPoint& best = best_grid_point(pts);
@@ -58,15 +54,15 @@ class GridCommand : public Command {
                       {"comm_share", share}, {"best", is_best}});
     }
     std::string text;
-    if (format_ == "json") {
-      Json j = {{"model", g.name}, {"cluster", c.name}, {"gpus", where.gpus}, {"nodes", where.nodes}, {"global_batch", batch_}, {"precision", precision_},
+    if (flags_.format == "json") {
+      Json j = {{"model", g.name}, {"cluster", c.name}, {"gpus", where.gpus}, {"nodes", where.nodes}, {"global_batch", batch_}, {"precision", flags_.precision},
                 {"algo", algo->name()}, {"domain", domain_}, {"grid", rows}, {"best", {{"pr", best.pr}, {"pc", best.pc}, {"iteration_s", best.step_s}}}};
       text = dump(j);
-    } else if (format_ == "csv") {
+    } else if (flags_.format == "csv") {
       text = csv.to_csv();
     } else {
       text = g.name + " on " + c.name + ": P = " + std::to_string(where.gpus) + " GPUs on " + std::to_string(where.nodes) + " node(s), global batch " +
-             std::to_string(batch_) + ", " + precision_ + ", " + algo->name() + " collectives" + (domain_ ? ", domain-parallel convolutions" : "") + "\n";
+             std::to_string(batch_) + ", " + flags_.precision + ", " + algo->name() + " collectives" + (domain_ ? ", domain-parallel convolutions" : "") + "\n";
       text += t.to_text();
       const GridPoint& batch_corner = pts.front();  // Pr = 1 when the batch allows it
       text += "Best: Pr x Pc = " + std::to_string(best.pr) + " x " + std::to_string(best.pc) + ", " + fmt_time(best.step_s) + " per iteration";
@@ -74,12 +70,20 @@ class GridCommand : public Command {
         text += " (" + fmt_sig(batch_corner.step_s / best.step_s, 3) + "x faster than pure batch parallelism)";
       text += "\nTrades away: wider collectives of activations in each column, not overlapped with computation.\n";
     }
-    emit(out_, text);
+    emit(flags_.out, text);
     return 0;
   }
 
  private:
-  std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", algo_ = "ring", compute_model_ = "auto", framework_ = "pytorch", format_ = "table", out_;
+  // The run's settings and output (not TrainingFlags::add_to's flags: grid has its own help, and
+  // its collectives default to ring rather than NCCL's choice).
+  static TrainingFlags ring_flags() {
+    TrainingFlags f;
+    f.algo = "ring";
+    return f;
+  }
+  TrainingFlags flags_ = ring_flags();
+  std::string model_;
   int64_t gpus_ = 1, batch_ = 0;
   bool domain_ = false;
 };

@@ -109,16 +109,13 @@ class PlanCommand : public Command {
     s.algos = names("--algo", flags_.algo);
     s.framework = flags_.framework;
     s.compute_model = flags_.compute_model;
-    if (flags_.no_overlap) s.overlap = false;
+    s.overlap = flags_.overlap;
     flags_.check_strategy_flags();
     s.strategy_params = flags_.strategy_params;
     s.gpus = parse_int_list("--gpus", gpus_, 1, kMaxGpus);
     s.batches = parse_int_list("--batch-per-gpu", batches_, 1, kMaxBatchPerGpu);
     if (given("--bucket-mb")) s.bucket_mbs = parse_real_list("--bucket-mb", buckets_, -1e300, 1e300);
-    if (given("--cluster-nodes")) {
-      if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
-      s.cluster_nodes = cluster_nodes_;
-    }
+    if (given("--cluster-nodes")) s.cluster_nodes = checked_cluster_nodes(cluster_nodes_);
     s.what_ifs = what_if_grid(whatif_.axes());
     s.dataset_size = dataset_size_;
     s.epochs = epochs_;

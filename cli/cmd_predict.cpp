@@ -33,10 +33,7 @@ class PredictCommand : public Command {
   int run() override {
     Graph g = flags_.load_model(model_, batch_);
     ClusterSpec c = apply_framework(load_cluster(flags_.cluster), load_framework(flags_.framework));
-    if (cluster_nodes_opt_->count()) {  // a given 0 is refused, not taken for "the preset's"
-      if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
-      c.nodes = static_cast<int>(cluster_nodes_);
-    }
+    if (cluster_nodes_opt_->count()) c.nodes = static_cast<int>(checked_cluster_nodes(cluster_nodes_));
     const WhatIf w = whatif_.single();
     c = apply_what_if(c, w);
     if (bucket_opt_->count()) set_bucket_mb(c, bucket_mb_, "--bucket-mb");

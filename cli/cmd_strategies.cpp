@@ -17,10 +17,10 @@ class StrategiesCommand : public Command {
   int run() override {
     Table t{{"strategy", "what it does", "what it trades away"}, {}};
     Json rows = Json::array();
-    for (const auto& n : strategy_names()) {
-      auto s = make_strategy(n);
-      t.rows.push_back({n, s->summary(), s->trade_off()});
-      rows.push_back({{"strategy", n}, {"summary", s->summary()}, {"trade_off", s->trade_off()}});
+    for (const auto& e : StrategyRegistry::get().entries()) {
+      const std::string trade_off = e.make()->trade_off();
+      t.rows.push_back({e.name, e.help, trade_off});
+      rows.push_back({{"strategy", e.name}, {"summary", e.help}, {"trade_off", trade_off}});
     }
     if (format_ == "json") emit(out_, dump(rows));
     else if (format_ == "csv") emit(out_, t.to_csv());

@@ -28,7 +28,7 @@ class SweepCommand : public Command {
                                  "with a verdict on what bounds each and where scaling breaks");
     c->add_option("--sweep", sweep_file_, "A sweep file (configs/sweeps/*.json; docs/scaling-study.md); flags below override its training and output");
     c->add_option("--model", models_, "Model names or files (.json, .onnx), comma-separated");
-    add_allow_unknown_ops(c, allow_unknown_ops_);
+    add_allow_unknown_ops(c, flags_.allow_unknown_ops);
     gpus_opt_ = c->add_option("--gpus", gpus_, "GPU counts: 1,2,4 or 1..8 (every integer) or 1..64:x2 (doubling)");
     nodes_opt_ = c->add_option("--nodes", nodes_, "Node counts instead of GPU counts (each node full), same list syntax");
     c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax");
@@ -111,7 +111,7 @@ class SweepCommand : public Command {
       for (const auto& m : split(models_, ',')) {
         ModelLoadOptions check;  // fails early, naming --model (run_sweep loads ONNX models at every batch)
         check.batch = s.batches.front();
-        check.allow_unknown_ops = allow_unknown_ops_;
+        check.allow_unknown_ops = flags_.allow_unknown_ops;
         load_model(m, check);
         s.models.push_back(m);
       }
@@ -122,16 +122,13 @@ class SweepCommand : public Command {
       parse_precision(s.precision);
       s.algo = flags_.algo;
       make_collective_algorithm(flags_.algo);
-      if (flags_.no_overlap) s.overlap = false;
+      s.overlap = flags_.overlap;
       s.by_nodes = nodes_opt_->count() > 0;
-      s.gpus = s.by_nodes ? parse_int_list("--nodes", nodes_, 1, 1 << 20) : parse_int_list("--gpus", gpus_, 1, kMaxGpus);
+      s.gpus = s.by_nodes ? parse_int_list("--nodes", nodes_, 1, kMaxClusterNodes) : parse_int_list("--gpus", gpus_, 1, kMaxGpus);
       s.gpus_where = s.by_nodes ? "--nodes" : "--gpus";
       s.what_ifs = what_if_grid(whatif_.axes());
     }
-    if (nodes_cap_opt_->count()) {
-      if (cluster_nodes_ < 1 || cluster_nodes_ > (1 << 20)) throw InputError("--cluster-nodes", "must be in [1, 1048576]");
-      s.cluster_nodes = cluster_nodes_;
-    }
+    if (nodes_cap_opt_->count()) s.cluster_nodes = checked_cluster_nodes(cluster_nodes_);
     if (bucket_opt_->count()) {
       ClusterSpec probe;
       set_bucket_mb(probe, bucket_mb_, "--bucket-mb");  // refused here, naming the flag
@@ -146,7 +143,7 @@ class SweepCommand : public Command {
     s.strategy_params = flags_.strategy_params;
     make_strategy(s.strategy);  // fails early, naming --strategy
     s.train = train_.goal(s.train);
-    s.allow_unknown_ops = allow_unknown_ops_;
+    s.allow_unknown_ops = flags_.allow_unknown_ops;
     return s;
   }
 
@@ -162,7 +159,6 @@ class SweepCommand : public Command {
   std::string sweep_file_, models_, gpus_ = "1", nodes_, batches_, plot_, plot_breakdown_, verdict_out_;
   int64_t cluster_nodes_ = 0;
   double bucket_mb_ = 25;
-  bool allow_unknown_ops_ = false;
   CLI::Option *bucket_opt_ = nullptr, *gpus_opt_ = nullptr, *nodes_opt_ = nullptr, *nodes_cap_opt_ = nullptr;
 };
 

@@ -33,19 +33,12 @@ std::string dump(const Json& j);
 // that a new entry shows up without editing a hand-written string.
 std::string join_names(const std::vector<std::string>& names);
 
-// Flags that predict and sweep share.
-struct TrainingFlags {
-  std::string cluster = "h100-sxm";
-  std::string precision = "fp32";
-  std::string algo = "auto";  // NCCL's own choice, as the library's TrainingConfig
-  std::string compute_model = "auto";
-  std::string framework = "pytorch";  // host costs: configs/frameworks/NAME.json or a file
+// Flags that predict, sweep and plan share: the run's settings (RunSpec, sim/run_spec.hpp) and the
+// output. --no-overlap sets `overlap` to false; a command that loads with load_model() adds
+// --allow-unknown-ops itself (add_allow_unknown_ops), where its help lists it.
+struct TrainingFlags : RunSpec {
   std::string format = "table";
   std::string out;
-  bool no_overlap = false;
-  std::string strategy = "dp";     // --strategy and its parameters (sim/strategy.hpp)
-  StrategyParams strategy_params;
-  bool allow_unknown_ops = false;  // a command that loads with load_model() adds the flag (add_allow_unknown_ops)
   struct StrategyFlag {
     const CLI::Option* option;
     const int* value;
@@ -62,6 +55,10 @@ struct TrainingFlags {
   // Loads a zoo name, JSON or ONNX file; ONNX shape inference runs with `batch` (the per-GPU batch).
   Graph load_model(const std::string& name_or_path, int64_t batch) const;
 };
+
+// --cluster-nodes as given: InputError unless in [1, kMaxClusterNodes] (a given 0 is refused, not
+// taken for "the preset's").
+int64_t checked_cluster_nodes(int64_t nodes);
 
 // Adds --allow-unknown-ops to a command that takes --model.
 void add_allow_unknown_ops(CLI::App* c, bool& flag);

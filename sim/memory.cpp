@@ -64,93 +64,120 @@ struct SavedTensors {
   double total = 0;  // including the input batch
 };
 
+namespace {
+
+// The forward pass's allocations: storage[i] is the one layer i's output lives in (index L is the
+// model input), first_saver[s] the earliest layer that saves allocation s for backward (-1: none).
+struct Allocations {
+  int L;
+  std::vector<int> storage;
+  std::vector<double> storage_bytes;
+  std::vector<int> first_saver;
+  explicit Allocations(int layers) : L(layers), storage(layers + 1), storage_bytes(layers + 1, 0.0), first_saver(layers + 1, -1) {}
+  int store_of(int input) const { return input < 0 ? L : storage[input]; }
+  void save(int s, int layer) {
+    if (first_saver[s] < 0 || layer < first_saver[s]) first_saver[s] = layer;
+  }
+};
+
+// Layer i's output: an allocation of its own, or its input's where it aliases it (flatten, an
+// in-place activation whose input has no other consumer). Returns whether it aliases.
+bool place_output(const Graph& g, int i, double out_bytes, Allocations& a) {
+  const Layer& l = g.layers[i];
+  const int in0 = l.inputs.empty() ? -1 : l.inputs[0];
+  a.storage[i] = i;
+  a.storage_bytes[i] = out_bytes;
+  bool alias = false;
+  switch (l.op) {
+    case Op::Flatten:
+      alias = true;
+      break;
+    case Op::Activation:
+      alias = in_place(l.activation) && in0 >= 0 && g.layers[in0].consumers == 1;
+      break;
+    default:
+      break;
+  }
+  if (alias) {
+    a.storage[i] = a.store_of(in0);
+    a.storage_bytes[i] = 0;
+  }
+  return alias;
+}
+
+// What layer i keeps for backward: the allocations it saves are marked in `a`; the bytes it saves
+// that are not layer outputs (masks, indices, statistics, casts) are returned.
+double saved_by_layer(const Graph& g, int i, bool alias, double n, Precision p, Allocations& a) {
+  const Layer& l = g.layers[i];
+  const int in0 = l.inputs.empty() ? -1 : l.inputs[0];
+  const double in_el = n * (l.in.empty() ? 0 : l.in[0].elements());
+  const double out_el = n * l.out.elements();
+  const double ab = is_16bit(p) ? 2 : 4;
+  double extra = 0.0;
+  switch (l.op) {
+    case Op::Conv2d:
+    case Op::Linear:
+      // Autocast casts the FP32 model input to 16 bits; the cast copy is what backward keeps.
+      if (in0 < 0 && is_16bit(p)) extra += in_el * 2;
+      else a.save(a.store_of(in0), i);
+      break;
+    case Op::BatchNorm2d:
+      a.save(a.store_of(in0), i);
+      extra += 2.0 * l.in[0].c * 4;  // save_mean, save_invstd
+      break;
+    case Op::Activation:
+      if (saves_output(l.activation)) a.save(a.storage[i], i);
+      else if (alias) extra += out_el * ab;  // in place, backward needs the input: a saved copy
+      else a.save(a.store_of(in0), i);
+      break;
+    case Op::MaxPool2d:
+      a.save(a.store_of(in0), i);
+      extra += out_el * 8;  // int64 argmax indices
+      break;
+    case Op::Dropout:
+      extra += in_el * 1;  // bool mask
+      break;
+    case Op::SoftmaxCrossEntropy:
+      a.storage_bytes[i] = 0;  // a scalar loss
+      extra += in_el * 4;      // log-softmax, FP32 under autocast too
+      break;
+    case Op::AvgPool2d:
+    case Op::AdaptiveAvgPool2d:
+    case Op::Add:
+    case Op::Concat:
+    case Op::Flatten:
+      break;  // backward needs only shapes
+    default:
+      // Operators this count does not know in detail keep their inputs, the safe guess.
+      for (int in : l.inputs) a.save(a.store_of(in), i);
+      break;
+  }
+  return extra;
+}
+
+}  // namespace
+
 static SavedTensors saved_tensors(const Graph& g, int64_t batch, Precision p) {
   const int L = static_cast<int>(g.layers.size());
   const double n = static_cast<double>(batch);
   const double ab = is_16bit(p) ? 2 : 4;
-  // storage[i]: which allocation layer i's output lives in (index L is the model input).
-  std::vector<int> storage(L + 1);
-  std::vector<double> storage_bytes(L + 1, 0.0);
-  std::vector<int> first_saver(L + 1, -1);  // earliest layer that saves the storage; -1: none
+  Allocations a(L);
   SavedTensors st;
   st.freed_at.assign(L, 0.0);
-  storage[L] = L;
-  storage_bytes[L] = n * g.input.elements() * 4;  // the FP32 batch the data loader put on the GPU
-  st.input_bytes = storage_bytes[L];
-  auto store_of = [&](int input) { return input < 0 ? L : storage[input]; };
-  auto save = [&](int s, int layer) {
-    if (first_saver[s] < 0 || layer < first_saver[s]) first_saver[s] = layer;
-  };
-
+  a.storage[L] = L;
+  a.storage_bytes[L] = n * g.input.elements() * 4;  // the FP32 batch the data loader put on the GPU
+  st.input_bytes = a.storage_bytes[L];
   for (int i = 0; i < L; ++i) {
-    const Layer& l = g.layers[i];
-    const int in0 = l.inputs.empty() ? -1 : l.inputs[0];
-    const double in_el = n * (l.in.empty() ? 0 : l.in[0].elements());
-    const double out_el = n * l.out.elements();
-    storage[i] = i;
-    storage_bytes[i] = out_el * ab;
-    bool alias = false;
-    switch (l.op) {
-      case Op::Flatten:
-        alias = true;
-        break;
-      case Op::Activation:
-        alias = in_place(l.activation) && in0 >= 0 && g.layers[in0].consumers == 1;
-        break;
-      default:
-        break;
-    }
-    if (alias) {
-      storage[i] = store_of(in0);
-      storage_bytes[i] = 0;
-    }
-    double& extra = st.freed_at[i];  // saved tensors that are not layer outputs: masks, indices, statistics, casts
-    switch (l.op) {
-      case Op::Conv2d:
-      case Op::Linear:
-        // Autocast casts the FP32 model input to 16 bits; the cast copy is what backward keeps.
-        if (in0 < 0 && is_16bit(p)) extra += in_el * 2;
-        else save(store_of(in0), i);
-        break;
-      case Op::BatchNorm2d:
-        save(store_of(in0), i);
-        extra += 2.0 * l.in[0].c * 4;  // save_mean, save_invstd
-        break;
-      case Op::Activation:
-        if (saves_output(l.activation)) save(storage[i], i);
-        else if (alias) extra += out_el * ab;  // in place, backward needs the input: a saved copy
-        else save(store_of(in0), i);
-        break;
-      case Op::MaxPool2d:
-        save(store_of(in0), i);
-        extra += out_el * 8;  // int64 argmax indices
-        break;
-      case Op::Dropout:
-        extra += in_el * 1;  // bool mask
-        break;
-      case Op::SoftmaxCrossEntropy:
-        storage_bytes[i] = 0;  // a scalar loss
-        extra += in_el * 4;    // log-softmax, FP32 under autocast too
-        break;
-      case Op::AvgPool2d:
-      case Op::AdaptiveAvgPool2d:
-      case Op::Add:
-      case Op::Concat:
-      case Op::Flatten:
-        break;  // backward needs only shapes
-      default:
-        // Operators this count does not know in detail keep their inputs, the safe guess.
-        for (int in : l.inputs) save(store_of(in), i);
-        break;
-    }
+    const bool alias = place_output(g, i, n * g.layers[i].out.elements() * ab, a);
+    st.freed_at[i] = saved_by_layer(g, i, alias, n, p, a);
   }
   for (int i = 0; i < L; ++i) st.total += st.freed_at[i];
   for (int s = 0; s < L; ++s)
-    if (first_saver[s] >= 0) {
-      st.freed_at[first_saver[s]] += storage_bytes[s];
-      st.total += storage_bytes[s];
+    if (a.first_saver[s] >= 0) {
+      st.freed_at[a.first_saver[s]] += a.storage_bytes[s];
+      st.total += a.storage_bytes[s];
     }
-  if (first_saver[L] >= 0) st.total += storage_bytes[L];
+  if (a.first_saver[L] >= 0) st.total += a.storage_bytes[L];
   return st;
 }
 

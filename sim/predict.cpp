@@ -63,6 +63,13 @@ std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, con
   return std::make_unique<FrameworkKernels>(std::move(m), c.framework);
 }
 
+TrainingConfig training_config(const RunSpec& run) {
+  TrainingConfig cfg;
+  static_cast<TrainingSettings&>(cfg) = run;
+  cfg.precision = parse_precision(run.precision);
+  return cfg;
+}
+
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch) {
   auto compute = cluster_compute_model(cfg.compute_model, c);
   auto algo = make_collective_algorithm(cfg.algo);
@@ -192,6 +199,57 @@ std::string limiting_link(const ClusterSpec& c, double comm_s, const std::functi
   return "collective library's own limits";
 }
 
+// The strategy's step: `dp`'s is the DDP step already in p; the others price their own, which
+// replaces the step's numbers.
+void apply_strategy_step(Prediction& p, const Stepper& stepper, const Strategy& strategy, const ClusterSpec& c, const ComputeModel& compute,
+                         const TrainingConfig& cfg, const Placement& where) {
+  if (stepper.dp()) {
+    p.strategy = outcome_from_timeline("dp", strategy.trade_off(), p.timeline);
+    p.strategy.has_timeline = false;  // the same as p.timeline
+    p.strategy.timeline = {};
+    return;
+  }
+  p.strategy = stepper.strategy_step(c, compute, cfg.record_kernels);
+  const StrategyOutcome& o = p.strategy;
+  if (o.has_timeline) {
+    p.timeline = o.timeline;
+    p.host_idle_s = o.timeline.host_idle_s;
+    p.optimizer_s = o.timeline.optimizer_s;
+    p.strategy.timeline = {};  // kept once, in p.timeline
+  } else {
+    // No replayed step: the host-bound remainder is what compute and waiting do not explain.
+    p.host_idle_s = std::max(0.0, o.step_s - o.compute_s - o.exposed_comm_s);
+  }
+  p.iteration_s = o.step_s;
+  p.compute_s = o.compute_s;
+  p.comm_s = o.comm_s;
+  p.exposed_comm_s = o.exposed_comm_s;
+  p.throughput_samples_per_s = static_cast<double>(cfg.batch_per_gpu) * where.gpus / o.step_s;
+}
+
+// What limits the communication (the link whose bandwidth, doubled, shortens it) and the iteration
+// (the largest part whose resource, improved 2x, shortens it).
+void name_bottlenecks(Prediction& p, const Stepper& stepper, const ClusterSpec& c, const TrainingConfig& cfg,
+                      const std::shared_ptr<const ComputeModel>& compute, const Placement& where) {
+  if (where.gpus <= 1) {
+    p.comm_bottleneck = "none";
+  } else {
+    const std::vector<GradientBucket> buckets = p.timeline.buckets;
+    p.comm_bottleneck = limiting_link(c, p.comm_s, [&](const ClusterSpec& better) { return stepper.comm_s(better, *compute, buckets); });
+  }
+  const double parts[4] = {p.timeline.compute_bound_s, p.timeline.memory_bound_s, p.exposed_comm_s, p.host_idle_s};
+  auto gain_s = [&](Resource r) {
+    const ClusterSpec better = apply_what_if(c, improved(r));
+    std::shared_ptr<const ComputeModel> m = compute;  // kernel times change with the GPU only
+    if (r == Resource::Compute || r == Resource::Memory) {
+      m = r == Resource::Compute ? cfg.compute_2x_flops : cfg.compute_2x_memory;
+      if (!m) m = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, better), 4);
+    }
+    return p.iteration_s - stepper.step(better, *m).first;
+  };
+  p.bottleneck = bottleneck_rule(parts, p.iteration_s, gain_s);
+}
+
 }  // namespace
 
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg) {
@@ -238,52 +296,9 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
     one.record_kernels = false;
     p.single_gpu_iteration_s = run_schedule(g, kernels, c, one, *compute, *algo, place(c, 1)).iteration_s;
   }
-
-  // The training strategy: `dp` is the step above; the others price their own step.
-  if (stepper.dp()) {
-    p.strategy = outcome_from_timeline("dp", strategy->trade_off(), p.timeline);
-    p.strategy.has_timeline = false;  // the same as p.timeline
-    p.strategy.timeline = {};
-  } else {
-    p.strategy = stepper.strategy_step(c, *compute, cfg.record_kernels);
-    const StrategyOutcome& o = p.strategy;
-    if (o.has_timeline) {
-      p.timeline = o.timeline;
-      p.host_idle_s = o.timeline.host_idle_s;
-      p.optimizer_s = o.timeline.optimizer_s;
-      p.strategy.timeline = {};  // kept once, in p.timeline
-    } else {
-      // No replayed step: the host-bound remainder is what compute and waiting do not explain.
-      p.host_idle_s = std::max(0.0, o.step_s - o.compute_s - o.exposed_comm_s);
-    }
-    p.iteration_s = o.step_s;
-    p.compute_s = o.compute_s;
-    p.comm_s = o.comm_s;
-    p.exposed_comm_s = o.exposed_comm_s;
-    p.throughput_samples_per_s = static_cast<double>(cfg.batch_per_gpu) * where.gpus / o.step_s;
-  }
+  apply_strategy_step(p, stepper, *strategy, c, *compute, cfg, where);
   p.scaling_efficiency = p.single_gpu_iteration_s / p.iteration_s;
-
-  // What limits the communication: the link whose bandwidth, doubled, shortens it.
-  if (where.gpus <= 1) {
-    p.comm_bottleneck = "none";
-  } else {
-    const std::vector<GradientBucket> buckets = p.timeline.buckets;
-    p.comm_bottleneck = limiting_link(c, p.comm_s, [&](const ClusterSpec& better) { return stepper.comm_s(better, *compute, buckets); });
-  }
-
-  // The bottleneck: the largest part of the iteration whose resource, improved 2x, shortens it.
-  const double parts[4] = {p.timeline.compute_bound_s, p.timeline.memory_bound_s, p.exposed_comm_s, p.host_idle_s};
-  auto gain_s = [&](Resource r) {
-    const ClusterSpec better = apply_what_if(c, improved(r));
-    std::shared_ptr<const ComputeModel> m = compute;  // kernel times change with the GPU only
-    if (r == Resource::Compute || r == Resource::Memory) {
-      m = r == Resource::Compute ? cfg.compute_2x_flops : cfg.compute_2x_memory;
-      if (!m) m = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, better), 4);
-    }
-    return p.iteration_s - stepper.step(better, *m).first;
-  };
-  p.bottleneck = bottleneck_rule(parts, p.iteration_s, gain_s);
+  name_bottlenecks(p, stepper, c, cfg, compute, where);
   return p;
 }
 

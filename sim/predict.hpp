@@ -10,6 +10,7 @@
 
 #include "workload/graph.hpp"
 #include "workload/kernels.hpp"
+#include "sim/run_spec.hpp"
 #include "sim/schedule.hpp"
 #include "sim/strategy.hpp"
 #include "sim/whatif.hpp"
@@ -19,23 +20,24 @@
 
 namespace dtsim {
 
-struct TrainingConfig {
+// One configuration to predict: the run's settings (algo, compute model, overlap, strategy), its
+// size and precision, and what predictions may share.
+struct TrainingConfig : TrainingSettings {
   int64_t gpus = 1;
   int64_t batch_per_gpu = 1;
   Precision precision = Precision::FP32;
-  std::string algo = "auto";  // NCCL's own choice per bucket (network/impl/nccl.hpp)
-  std::string compute_model = "auto";
   // A kernel-time model built once for many predictions on one cluster (run_sweep shares a
   // RememberingComputeModel across GPU counts); when null, predict builds one from compute_model.
   std::shared_ptr<const ComputeModel> compute;
   // The same for the cluster with twice the FLOP/s and twice the memory bandwidth, which the
   // bottleneck rule prices (run_sweep shares them as it shares `compute`); built when needed if null.
   std::shared_ptr<const ComputeModel> compute_2x_flops, compute_2x_memory;
-  std::optional<bool> overlap;  // the framework's setting unless given
   bool record_kernels = false;
-  std::string strategy = "dp";  // one of strategy_names() (sim/strategy.hpp)
-  StrategyParams strategy_params;
 };
+
+// The configuration `run` names (one GPU, batch 1 until set): its settings, its precision parsed
+// (InputError("--precision")).
+TrainingConfig training_config(const RunSpec& run);
 
 struct Prediction {
   std::string model, cluster, gpu, precision, algo, compute_model;

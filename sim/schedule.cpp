@@ -72,78 +72,98 @@ std::vector<std::vector<std::pair<int, int64_t>>> assign_buckets(const Graph& g,
   return buckets;
 }
 
-IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,
-                                     const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
-  IterationTimeline t;
-  const size_t L = g.layers.size();
-  t.layers.assign(L, {});
-  for (size_t i = 0; i < L; ++i) t.layers[i].grad_bytes = g.layers[i].params() * opt.grad_bytes_per_param;
-  std::vector<double> grad_ready(L, 0.0);
+namespace {
 
-  // Kernel times first, in three batches: predictors infer many kernels at once.
-  std::vector<KernelTime> fwd_t, bwd_t, upd_t;
-  compute.times(k.forward, fwd_t);
-  compute.times(k.backward, bwd_t);
-  compute.times(k.update, upd_t);
-  // DDP's gradient copy into its bucket (and the 1/world scale), one kernel per layer with
-  // parameters: two read-write passes over the FP32 gradient. Priced as one list too.
+// DDP's gradient copy into its bucket (and the 1/world scale), one kernel per layer with
+// parameters: two read-write passes over the FP32 gradient. copy_of[layer] is its index in the
+// list (-1: the layer has no parameters).
+std::vector<KernelDesc> ddp_gradient_copies(const Graph& g, std::vector<int>& copy_of) {
   std::vector<KernelDesc> copies;
-  std::vector<int> copy_of(L, -1);
-  std::vector<KernelTime> copy_t;
-  if (opt.ddp_gradient_copy) {
-    for (size_t i = 0; i < L; ++i) {
-      const int64_t p = g.layers[i].params();
-      if (p <= 0) continue;
-      KernelDesc copy{KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, static_cast<int>(i), {}, "ddp_gradient_copy", 0, 0};
-      copy.shape[0] = copy.shape[1] = 2 * p;
-      set_cost(copy);
-      copy_of[i] = static_cast<int>(copies.size());
-      copies.push_back(copy);
-    }
-    compute.times(copies, copy_t);
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const int64_t p = g.layers[i].params();
+    if (p <= 0) continue;
+    KernelDesc copy{KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, static_cast<int>(i), {}, "ddp_gradient_copy", 0, 0};
+    copy.shape[0] = copy.shape[1] = 2 * p;
+    set_cost(copy);
+    copy_of[i] = static_cast<int>(copies.size());
+    copies.push_back(copy);
   }
+  return copies;
+}
 
-  double host = opt.iteration_overhead_s;  // host time before the first launch
-  double gpu_free = 0;
+// The host issuing kernels onto the GPU's compute stream, adding what each costs to `t`.
+class ComputeStream {
+ public:
+  ComputeStream(IterationTimeline& t, const ScheduleOptions& opt) : t_(t), opt_(opt), host_s_(opt.iteration_overhead_s) {}
+
   // A kernel starts when the stream is free, the host has issued it, and whatever it waits on
   // (`not_before`, the last all-reduce for the optimizer) is done. The stream's idle gap is split
-  // into communication the GPU waits for and time the host is behind.
-  auto issue = [&](const KernelDesc& kd, const KernelTime& kt, double not_before) {
-    const double host_s = framework_host_cost_s(kd, opt.host_cost_s, opt.launch_overhead_s);
-    host += host_s;
-    double start = std::max({gpu_free, host, not_before});
-    double comm_wait = std::max(0.0, not_before - std::max(gpu_free, host));
-    t.exposed_comm_s += comm_wait;
-    t.host_idle_s += (start - gpu_free) - comm_wait;
-    double end = start + kt.seconds;
-    gpu_free = end;
-    t.compute_s += kt.seconds;
-    (kt.memory_bound ? t.memory_bound_s : t.compute_bound_s) += kt.seconds;
-    KindPricing& priced = t.pricing[static_cast<int>(kd.kind)];
+  // into communication the GPU waits for and time the host is behind. Returns the kernel's
+  // duration and end.
+  std::pair<double, double> issue(const KernelDesc& kd, const KernelTime& kt, double not_before) {
+    const double launch_s = framework_host_cost_s(kd, opt_.host_cost_s, opt_.launch_overhead_s);
+    host_s_ += launch_s;
+    const double start = std::max({gpu_free_s_, host_s_, not_before});
+    const double comm_wait = std::max(0.0, not_before - std::max(gpu_free_s_, host_s_));
+    t_.exposed_comm_s += comm_wait;
+    t_.host_idle_s += (start - gpu_free_s_) - comm_wait;
+    const double end = start + kt.seconds;
+    gpu_free_s_ = end;
+    t_.compute_s += kt.seconds;
+    (kt.memory_bound ? t_.memory_bound_s : t_.compute_bound_s) += kt.seconds;
+    KindPricing& priced = t_.pricing[static_cast<int>(kd.kind)];
     (kt.source == TimeSource::Mlp ? priced.mlp_s : priced.roofline_s) += kt.seconds;
-    if (!kt.in_range) priced.extrapolated_s += kt.seconds, t.extrapolated_s += kt.seconds;
-    if (opt.record_kernels) t.kernels.push_back({kd.layer, kd.kind, kd.pass, host, start, end, host_s});
-    return std::make_pair(kt.seconds, end);
-  };
+    if (!kt.in_range) priced.extrapolated_s += kt.seconds, t_.extrapolated_s += kt.seconds;
+    if (opt_.record_kernels) t_.kernels.push_back({kd.layer, kd.kind, kd.pass, host_s_, start, end, launch_s});
+    return {kt.seconds, end};
+  }
+  // The host blocks until the GPU is done (a .item() on a GPU value).
+  void host_syncs() { host_s_ = std::max(host_s_, gpu_free_s_); }
+  // The GPU waits for the communication stream, with nothing of its own to run.
+  void wait_for_comm(double comm_free_s) {
+    if (comm_free_s <= gpu_free_s_) return;
+    t_.exposed_comm_s += comm_free_s - gpu_free_s_;
+    gpu_free_s_ = comm_free_s;
+  }
+  double gpu_free_s() const { return gpu_free_s_; }
+  double host_s() const { return host_s_; }
 
-  for (size_t i = 0; i < k.forward.size(); ++i) t.layers[k.forward[i].layer].fwd_s += issue(k.forward[i], fwd_t[i], 0).first;
-  t.forward_end_s = gpu_free;
+ private:
+  IterationTimeline& t_;
+  const ScheduleOptions& opt_;
+  double host_s_;  // host time: the next launch is issued after it
+  double gpu_free_s_ = 0;
+};
+
+// The backward pass, each layer's gradient copy after its last kernel; grad_ready[layer] is when
+// the layer's gradients are ready for their bucket.
+void run_backward(const Graph& g, const IterationKernels& k, const std::vector<KernelTime>& bwd_t, const ComputeModel& compute,
+                  const ScheduleOptions& opt, ComputeStream& stream, IterationTimeline& t, std::vector<double>& grad_ready) {
+  std::vector<int> copy_of(g.layers.size(), -1);
+  std::vector<KernelDesc> copies;
+  std::vector<KernelTime> copy_t;
+  if (opt.ddp_gradient_copy) {
+    copies = ddp_gradient_copies(g, copy_of);
+    compute.times(copies, copy_t);  // priced as one list too
+  }
   for (size_t i = 0; i < k.backward.size(); ++i) {
     const KernelDesc& kd = k.backward[i];
-    auto [dur, end] = issue(kd, bwd_t[i], 0);
+    auto [dur, end] = stream.issue(kd, bwd_t[i], 0);
     t.layers[kd.layer].bwd_s += dur;
     grad_ready[kd.layer] = end;  // a layer's last backward kernel produces its parameter gradients
     const bool layer_done = i + 1 == k.backward.size() || k.backward[i + 1].layer != kd.layer;
     if (opt.ddp_gradient_copy && layer_done && copy_of[kd.layer] >= 0) {
       const int c = copy_of[kd.layer];
-      auto [cdur, cend] = issue(copies[c], copy_t[c], 0);
+      auto [cdur, cend] = stream.issue(copies[c], copy_t[c], 0);
       t.layers[kd.layer].bwd_s += cdur;
       grad_ready[kd.layer] = cend;
     }
   }
-  t.backward_end_s = gpu_free;
+}
 
-  // Gradient buckets on the communication stream, in bucket order.
+// Gradient buckets on the communication stream, in bucket order. Returns when the last ends.
+double run_buckets(const Graph& g, const std::vector<double>& grad_ready, const std::function<double(double)>& allreduce_s,
+                   const ScheduleOptions& opt, IterationTimeline& t) {
   double comm_free = 0;
   for (const auto& b : assign_buckets(g, opt.first_bucket_bytes, opt.bucket_bytes, opt.grad_bytes_per_param)) {
     GradientBucket gb;
@@ -160,17 +180,39 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, 
     t.comm_s += dur;
     t.buckets.push_back(gb);
   }
+  return comm_free;
+}
+
+}  // namespace
+
+IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,
+                                     const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
+  IterationTimeline t;
+  const size_t L = g.layers.size();
+  t.layers.assign(L, {});
+  for (size_t i = 0; i < L; ++i) t.layers[i].grad_bytes = g.layers[i].params() * opt.grad_bytes_per_param;
+  std::vector<double> grad_ready(L, 0.0);
+
+  // Kernel times first, in batches: predictors infer many kernels at once.
+  std::vector<KernelTime> fwd_t, bwd_t, upd_t;
+  compute.times(k.forward, fwd_t);
+  compute.times(k.backward, bwd_t);
+  compute.times(k.update, upd_t);
+
+  ComputeStream stream(t, opt);
+  for (size_t i = 0; i < k.forward.size(); ++i) t.layers[k.forward[i].layer].fwd_s += stream.issue(k.forward[i], fwd_t[i], 0).first;
+  t.forward_end_s = stream.gpu_free_s();
+  run_backward(g, k, bwd_t, compute, opt, stream, t, grad_ready);
+  t.backward_end_s = stream.gpu_free_s();
+  const double comm_free = run_buckets(g, grad_ready, allreduce_s, opt, t);
 
   // The optimizer waits for the last all-reduce.
   for (size_t i = 0; i < k.update.size(); ++i) {
-    if (i == k.update_host_sync_after && i > 0) host = std::max(host, gpu_free);  // GradScaler's found_inf.item()
-    t.optimizer_s += issue(k.update[i], upd_t[i], comm_free).first;
+    if (i == k.update_host_sync_after && i > 0) stream.host_syncs();  // GradScaler's found_inf.item()
+    t.optimizer_s += stream.issue(k.update[i], upd_t[i], comm_free).first;
   }
-  if (comm_free > gpu_free) {  // a model without parameters to update still waits for its all-reduce
-    t.exposed_comm_s += comm_free - gpu_free;
-    gpu_free = comm_free;
-  }
-  t.iteration_s = std::max(gpu_free, host);
+  stream.wait_for_comm(comm_free);  // a model without parameters to update still waits for its all-reduce
+  t.iteration_s = std::max(stream.gpu_free_s(), stream.host_s());
   return t;
 }
 

@@ -1,50 +1,15 @@
 #include "sim/strategy.hpp"
 
-#include <functional>
-#include <utility>
-
 #include "core/error.hpp"
 #include "workload/model_json.hpp"
-#include "sim/strategies/data_parallel.hpp"
-#include "sim/strategies/daso.hpp"
-#include "sim/strategies/easgd.hpp"
-#include "sim/strategies/grid.hpp"
-#include "sim/strategies/local_sgd.hpp"
 
 namespace dtsim {
 
-namespace {
-using Factory = std::function<std::unique_ptr<Strategy>()>;
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
-      {"dp", [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::Flat); }},
-      {"hierarchical", [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::Hierarchical); }},
-      {"daso", [] { return std::make_unique<DasoStrategy>(); }},
-      {"easgd-sync", [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::Sync); }},
-      {"easgd-async", [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::Async); }},
-      {"measgd-async", [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::AsyncMomentum); }},
-      {"hogwild-easgd", [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::Hogwild); }},
-      {"ps", [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::ParameterServer); }},
-      {"grid", [] { return std::make_unique<GridStrategy>(); }},
-      {"hierarchical-leader", [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::HierarchicalLeader); }},
-      {"local-sgd", [] { return std::make_unique<LocalSgdStrategy>(); }},
-  };
-  return r;
-}
-}  // namespace
-
-std::vector<std::string> strategy_names() {
-  std::vector<std::string> n;
-  for (const auto& [name, f] : registry()) n.push_back(name);
-  return n;
-}
+std::vector<std::string> strategy_names() { return StrategyRegistry::get().names(); }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  for (const auto& [n, f] : registry())
-    if (n == name) return f();
-  std::string known;
-  for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError("--strategy", "unknown strategy '" + name + "' (" + known + ")");
+  if (auto s = StrategyRegistry::get().make(name)) return s;
+  throw InputError("--strategy", "unknown strategy '" + name + "' (" + StrategyRegistry::get().joined_names() + ")");
 }
 
 const Json& strategy_defaults() {

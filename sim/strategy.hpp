@@ -4,8 +4,8 @@
 // DASO, the EASGD family, a parameter server, the Pr x Pc grid of integrated model/batch/domain
 // parallelism) change what is communicated, how often and over which links. Like the compute models
 // and the collective algorithms, a strategy is a small interface with one implementation each
-// (sim/strategies/), chosen by name. Default parameters (tau, global_skip, ...) live in
-// configs/strategies.json.
+// (sim/strategies/), registered there by name (DTSIM_REGISTER). Default parameters (tau,
+// global_skip, ...) live in configs/strategies.json.
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/json_util.hpp"
+#include "core/registry.hpp"
 #include "workload/graph.hpp"
 #include "workload/kernels.hpp"
 #include "sim/schedule.hpp"
@@ -76,11 +77,15 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
-  virtual std::string summary() const = 0;    // one line for `dtsim strategies`
   virtual std::string trade_off() const = 0;  // what it gives up, in plain words
   virtual StrategyOutcome predict(const StrategyContext& ctx) const = 0;
 };
 
+// Strategies by name; each registers itself in its sim/strategies/ file (DTSIM_REGISTER) with its
+// one line for `dtsim strategies` as the entry's help. Ranks keep the order users know: dp (0),
+// hierarchical, daso, easgd-sync, easgd-async, measgd-async, hogwild-easgd, ps, grid,
+// hierarchical-leader, local-sgd (10).
+using StrategyRegistry = Registry<Strategy>;
 std::unique_ptr<Strategy> make_strategy(const std::string& name);  // InputError("--strategy")
 std::vector<std::string> strategy_names();
 

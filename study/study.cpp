@@ -17,7 +17,6 @@ namespace {
 constexpr int64_t kMaxDatasetSize = int64_t(1) << 50;
 constexpr double kMaxEpochs = 1e6;
 constexpr double kMaxPrice = 1e9;
-constexpr int64_t kMaxClusterNodes = 1 << 20;
 }  // namespace
 
 void TrainGoal::check(const std::string& where_dataset, const std::string& where_price) const {
@@ -135,16 +134,11 @@ static std::vector<double> real_list(JsonObject& o, const std::string& key) {
   return out;
 }
 
-SweepSpec parse_sweep(const Json& doc, const std::string& what) {
-  JsonObject o(doc, what, "$");
-  SweepSpec s;
-  s.name = o.str("name");
-  if (s.name.empty()) o.fail("name", "must not be empty");
-  o.str_or("description", "");
-  if (o.has("note")) o.str("note");
-
+// "models": names or files, each checked to exist and read.
+static std::vector<std::string> parse_models(JsonObject& o) {
   const Json& models = o.raw("models");
   if (!models.is_array() || models.empty()) o.fail("models", "must be a non-empty array of model names or files");
+  std::vector<std::string> out;
   for (size_t i = 0; i < models.size(); ++i) {
     const std::string key = "models[" + std::to_string(i) + "]";
     if (!models[i].is_string()) o.fail(key, std::string("must be a string, not ") + models[i].type_name());
@@ -159,9 +153,14 @@ SweepSpec parse_sweep(const Json& doc, const std::string& what) {
       if (e.where() == "--model") o.fail(key, e.rule());
       throw;  // a model file's own error names that file
     }
-    s.models.push_back(m);
+    out.push_back(m);
   }
+  return out;
+}
 
+// The run's settings a sweep file may give (cluster, framework, cluster_nodes, precision, algo,
+// overlap), each checked where it is read so that the error names the field.
+static void parse_run_settings(JsonObject& o, SweepSpec& s) {
   s.cluster = o.str_or("cluster", s.cluster);
   try {
     load_cluster(s.cluster);
@@ -186,12 +185,90 @@ SweepSpec parse_sweep(const Json& doc, const std::string& what) {
   if (o.has("algo")) {
     s.algo = o.str("algo");
     try {
-      make_collective_algorithm(*s.algo);
+      make_collective_algorithm(s.algo);
     } catch (const InputError& e) {
       o.fail("algo", e.rule());
     }
   }
   if (o.has("overlap")) s.overlap = o.boolean_or("overlap", true);
+}
+
+// "scenarios": named what-ifs, one value per axis; none is one baseline scenario.
+static std::vector<WhatIf> parse_scenarios(JsonObject& o, const std::string& what) {
+  std::vector<WhatIf> scenarios{WhatIf{}};
+  if (!o.has("scenarios")) return scenarios;
+  const Json& arr = o.raw("scenarios");
+  if (!arr.is_array() || arr.empty()) o.fail("scenarios", "must be a non-empty array of objects");
+  scenarios.clear();
+  for (size_t i = 0; i < arr.size(); ++i) {
+    JsonObject so = array_object(arr, i, what, o.path_of("scenarios"));
+    WhatIf w;
+    w.name = so.str("name");
+    if (w.name.empty()) so.fail("name", "must not be empty");
+    for (const auto& axis : what_if_axes())
+      if (so.has(axis)) set_what_if_axis(w, axis, so.number(axis, -1e300, 1e300), what + ": " + so.path_of(axis));
+    so.reject_unknown();
+    scenarios.push_back(w);
+  }
+  return scenarios;
+}
+
+// "what_if": the axes of a grid, each a value or a list, every value checked.
+static std::vector<std::pair<std::string, std::vector<double>>> parse_what_if_axes(JsonObject& o, const std::string& what) {
+  std::vector<std::pair<std::string, std::vector<double>>> axes;
+  if (!o.has("what_if")) return axes;
+  JsonObject wo = o.object("what_if");
+  for (const auto& axis : what_if_axes()) {
+    if (!wo.has(axis)) continue;
+    std::vector<double> values = real_list(wo, axis);
+    WhatIf probe;
+    for (size_t i = 0; i < values.size(); ++i) set_what_if_axis(probe, axis, values[i], what + ": " + wo.path_of(axis) + "[" + std::to_string(i) + "]");
+    axes.push_back({axis, values});
+  }
+  wo.reject_unknown();
+  return axes;
+}
+
+// Scenarios times the grid of the "what_if" axes.
+static std::vector<WhatIf> parse_what_ifs(JsonObject& o, const std::string& what) {
+  const std::vector<WhatIf> scenarios = parse_scenarios(o, what);
+  const auto axes = parse_what_if_axes(o, what);
+  std::vector<WhatIf> out;
+  const std::vector<WhatIf> grid = what_if_grid(axes);
+  for (const WhatIf& sc : scenarios)
+    for (const WhatIf& point : grid) {
+      // The grid's axes override the scenario's; a named scenario's label adds the grid's changes.
+      WhatIf w = sc;
+      for (const auto& axis : axes) copy_what_if_axis(w, point, axis.first);
+      if (!w.name.empty() && !point.is_baseline()) w.name += ", " + point.label();
+      out.push_back(w);
+    }
+  return out;
+}
+
+// "training": the dataset, epochs and price of time to train.
+static TrainGoal parse_train_goal(JsonObject& o, const std::string& what) {
+  TrainGoal goal;
+  if (!o.has("training")) return goal;
+  JsonObject t = o.object("training");
+  if (t.has("dataset_size")) goal.dataset_size = t.integer("dataset_size", 1, kMaxDatasetSize);
+  if (t.has("epochs")) goal.epochs = t.number("epochs", 0, kMaxEpochs);
+  if (goal.epochs && !(*goal.epochs > 0)) t.fail("epochs", "must be greater than 0");
+  if (t.has("price_per_gpu_hour")) goal.price_per_gpu_hour = t.number("price_per_gpu_hour", 0, kMaxPrice);
+  t.reject_unknown();
+  goal.check(what + ": " + t.path_of("dataset_size"), what + ": " + t.path_of("price_per_gpu_hour"));
+  return goal;
+}
+
+SweepSpec parse_sweep(const Json& doc, const std::string& what) {
+  JsonObject o(doc, what, "$");
+  SweepSpec s;
+  s.name = o.str("name");
+  if (s.name.empty()) o.fail("name", "must not be empty");
+  o.str_or("description", "");
+  if (o.has("note")) o.str("note");
+  s.models = parse_models(o);
+  parse_run_settings(o, s);
 
   s.batches = int_list(o, "batch_per_gpu", 1, kMaxBatchPerGpu);
   if (o.has("gpus") == o.has("nodes")) o.fail(o.has("gpus") ? "nodes" : "gpus", "give exactly one of gpus and nodes");
@@ -200,55 +277,8 @@ SweepSpec parse_sweep(const Json& doc, const std::string& what) {
   s.gpus = int_list(o, count_key, 1, s.by_nodes ? kMaxClusterNodes : kMaxGpus);
   s.gpus_where = what + ": " + o.path_of(count_key);
 
-  // Scenarios (named, one value per axis) times the grid of the "what_if" axes.
-  std::vector<WhatIf> scenarios{WhatIf{}};
-  if (o.has("scenarios")) {
-    const Json& arr = o.raw("scenarios");
-    if (!arr.is_array() || arr.empty()) o.fail("scenarios", "must be a non-empty array of objects");
-    scenarios.clear();
-    for (size_t i = 0; i < arr.size(); ++i) {
-      JsonObject so = array_object(arr, i, what, o.path_of("scenarios"));
-      WhatIf w;
-      w.name = so.str("name");
-      if (w.name.empty()) so.fail("name", "must not be empty");
-      for (const auto& axis : what_if_axes())
-        if (so.has(axis)) set_what_if_axis(w, axis, so.number(axis, -1e300, 1e300), what + ": " + so.path_of(axis));
-      so.reject_unknown();
-      scenarios.push_back(w);
-    }
-  }
-  std::vector<std::pair<std::string, std::vector<double>>> axes;
-  if (o.has("what_if")) {
-    JsonObject wo = o.object("what_if");
-    for (const auto& axis : what_if_axes()) {
-      if (!wo.has(axis)) continue;
-      std::vector<double> values = real_list(wo, axis);
-      WhatIf probe;
-      for (size_t i = 0; i < values.size(); ++i) set_what_if_axis(probe, axis, values[i], what + ": " + wo.path_of(axis) + "[" + std::to_string(i) + "]");
-      axes.push_back({axis, values});
-    }
-    wo.reject_unknown();
-  }
-  s.what_ifs.clear();
-  const std::vector<WhatIf> grid = what_if_grid(axes);
-  for (const WhatIf& sc : scenarios)
-    for (const WhatIf& point : grid) {
-      // The grid's axes override the scenario's; a named scenario's label adds the grid's changes.
-      WhatIf w = sc;
-      for (const auto& axis : axes) copy_what_if_axis(w, point, axis.first);
-      if (!w.name.empty() && !point.is_baseline()) w.name += ", " + point.label();
-      s.what_ifs.push_back(w);
-    }
-
-  if (o.has("training")) {
-    JsonObject t = o.object("training");
-    if (t.has("dataset_size")) s.train.dataset_size = t.integer("dataset_size", 1, kMaxDatasetSize);
-    if (t.has("epochs")) s.train.epochs = t.number("epochs", 0, kMaxEpochs);
-    if (s.train.epochs && !(*s.train.epochs > 0)) t.fail("epochs", "must be greater than 0");
-    if (t.has("price_per_gpu_hour")) s.train.price_per_gpu_hour = t.number("price_per_gpu_hour", 0, kMaxPrice);
-    t.reject_unknown();
-    s.train.check(what + ": " + t.path_of("dataset_size"), what + ": " + t.path_of("price_per_gpu_hour"));
-  }
+  s.what_ifs = parse_what_ifs(o, what);
+  s.train = parse_train_goal(o, what);
   o.reject_unknown();
   if (sweep_size(s) > 10'000'000) o.fail("", "more than ten million configurations");
   return s;
@@ -262,13 +292,7 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
   ClusterSpec base = apply_framework(load_cluster(s.cluster), load_framework(s.framework));
   if (s.cluster_nodes) base.nodes = static_cast<int>(*s.cluster_nodes);
   if (s.bucket_mb) set_bucket_mb(base, *s.bucket_mb, "--bucket-mb");
-  TrainingConfig cfg;
-  cfg.precision = parse_precision(s.precision);
-  cfg.compute_model = s.compute_model;
-  if (s.algo) cfg.algo = *s.algo;
-  cfg.overlap = s.overlap;
-  cfg.strategy = s.strategy;
-  cfg.strategy_params = s.strategy_params;
+  TrainingConfig cfg = training_config(s);
 
   // Every what-if's cluster, checked against the largest job before any work is done.
   std::vector<ClusterSpec> clusters;

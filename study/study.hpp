@@ -50,27 +50,20 @@ struct StudyRow {
 StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, const WhatIf& w, const TrainGoal& goal,
                    bool keep_detail);
 
-struct SweepSpec {
+// The run's settings (RunSpec): a sweep file gives the cluster, framework, precision, algo and
+// overlap; the compute model, the strategy and its parameters and allow_unknown_ops come from the
+// command line only.
+struct SweepSpec : RunSpec {
   std::string name;  // the file's, or "sweep"
   std::vector<std::string> models;
-  std::string cluster = "h100-sxm";
-  std::string framework = "pytorch";  // configs/frameworks profile (host costs)
   std::optional<int64_t> cluster_nodes;  // raise (or lower) the cluster's node count for the study
   std::optional<double> bucket_mb;       // DDP's bucket size (--bucket-mb; not a sweep-file field)
-  std::string precision = "fp32";
-  std::optional<std::string> algo;  // TrainingConfig's default unless given
-  std::optional<bool> overlap;
-  std::string compute_model = "auto";  // --compute-model (not a sweep-file field)
-  std::string strategy = "dp";  // --strategy (not a sweep-file field)
-  StrategyParams strategy_params;
   std::vector<int64_t> batches;
   std::vector<int64_t> gpus;  // GPU counts; when `by_nodes`, node counts
   bool by_nodes = false;
   std::string gpus_where = "--gpus";  // names the GPU list in errors (a flag, or file: JSON path)
   std::vector<WhatIf> what_ifs{WhatIf{}};
   TrainGoal train;
-  // ONNX models: cost operators dtsim does not know by roofline (--allow-unknown-ops; not a sweep-file field).
-  bool allow_unknown_ops = false;
 };
 
 // Reads a sweep file strictly: unknown fields, wrong types and bad ranges are InputErrors naming the

@@ -7,10 +7,6 @@
 
 namespace dtsim {
 
-std::string DasoStrategy::summary() const {
-  return "DASO: node-local all-reduce every step; global parameter averaging among nodes every global_skip steps, awaited batches_to_wait steps later";
-}
-
 std::string DasoStrategy::trade_off() const {
   return "staleness: nodes see each other's parameters only every global_skip steps, batches_to_wait steps late; bf16 rounding of the blocking "
          "global averages; needs a blocking warm-up and cool-down";
@@ -58,5 +54,9 @@ StrategyOutcome DasoStrategy::predict(const StrategyContext& ctx) const {
                   {"global_allreduce_bf16_s", global_bf16_s}};
   return o;
 }
+
+DTSIM_REGISTER(StrategyRegistry, {"daso", 2,  // rank: the order of `dtsim strategies` (sim/strategy.hpp)
+                                  "DASO: node-local all-reduce every step; global parameter averaging among nodes every global_skip steps, awaited batches_to_wait steps later",
+                                  [] { return std::make_unique<DasoStrategy>(); }})
 
 }  // namespace dtsim

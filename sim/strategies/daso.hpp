@@ -12,7 +12,6 @@ namespace dtsim {
 class DasoStrategy : public Strategy {
  public:
   std::string name() const override { return "daso"; }
-  std::string summary() const override;
   std::string trade_off() const override;
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 };

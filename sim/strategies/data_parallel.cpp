@@ -27,18 +27,6 @@ std::string DataParallelStrategy::name() const {
   }
 }
 
-std::string DataParallelStrategy::summary() const {
-  switch (kind_) {
-    case Hierarchical:
-      return "synchronous data parallelism, each bucket reduce-scattered inside the node, all-reduced among nodes (one collective per rail), all-gathered inside the node, each with --algo";
-    case ParameterServer:
-      return "synchronous data parallelism through S parameter servers (gRPC-style): each bucket pushed to and pulled from the servers' NICs";
-    case HierarchicalLeader:
-      return "synchronous data parallelism, each bucket reduced to one GPU per node, all-reduced among those leaders, broadcast inside the node";
-    default: return "synchronous data parallelism: DDP's gradient buckets all-reduced with --algo, overlapped with the backward pass";
-  }
-}
-
 std::string DataParallelStrategy::trade_off() const {
   switch (kind_) {
     case Hierarchical: return "nothing in accuracy; three collectives per bucket instead of one (more latency for small buckets)";
@@ -93,5 +81,18 @@ StrategyOutcome DataParallelStrategy::predict(const StrategyContext& ctx) const 
   o.parameters = {{"servers", effective}};
   return o;
 }
+
+// Ranks: the order of `dtsim strategies` (sim/strategy.hpp).
+DTSIM_REGISTER(StrategyRegistry, {"dp", 0, "synchronous data parallelism: DDP's gradient buckets all-reduced with --algo, overlapped with the backward pass",
+                                  [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::Flat); }})
+DTSIM_REGISTER(StrategyRegistry, {"hierarchical", 1,
+                                  "synchronous data parallelism, each bucket reduce-scattered inside the node, all-reduced among nodes (one collective per rail), all-gathered inside the node, each with --algo",
+                                  [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::Hierarchical); }})
+DTSIM_REGISTER(StrategyRegistry, {"ps", 7,
+                                  "synchronous data parallelism through S parameter servers (gRPC-style): each bucket pushed to and pulled from the servers' NICs",
+                                  [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::ParameterServer); }})
+DTSIM_REGISTER(StrategyRegistry, {"hierarchical-leader", 9,
+                                  "synchronous data parallelism, each bucket reduced to one GPU per node, all-reduced among those leaders, broadcast inside the node",
+                                  [] { return std::make_unique<DataParallelStrategy>(DataParallelStrategy::HierarchicalLeader); }})
 
 }  // namespace dtsim

@@ -20,7 +20,6 @@ class DataParallelStrategy : public Strategy {
   enum Kind { Flat, Hierarchical, ParameterServer, HierarchicalLeader };
   explicit DataParallelStrategy(Kind k) : kind_(k) {}
   std::string name() const override;
-  std::string summary() const override;
   std::string trade_off() const override;
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 

@@ -39,15 +39,6 @@ std::string EasgdStrategy::name() const {
   }
 }
 
-std::string EasgdStrategy::summary() const {
-  switch (kind_) {
-    case Sync: return "Sync EASGD: every tau steps, tree reduce of the workers' parameters to the centre and tree broadcast back";
-    case Async: return "Async EASGD: every tau steps, each worker swaps parameters with a master that serves one worker at a time";
-    case AsyncMomentum: return "Async MEASGD: Async EASGD with momentum on the workers (same messages)";
-    default: return "Hogwild EASGD: lock-free master; exchanges share the master's NIC and workers do not wait for them";
-  }
-}
-
 std::string EasgdStrategy::trade_off() const {
   const std::string elastic = "workers drift apart between exchanges (elastic averaging, not exact gradients)";
   switch (kind_) {
@@ -103,5 +94,15 @@ StrategyOutcome EasgdStrategy::predict(const StrategyContext& ctx) const {
   o.parameters = {{"tau", tau}, {"exchange_s", kind_ == Sync ? comm_round_s : t_x}};
   return o;
 }
+
+// Ranks: the order of `dtsim strategies` (sim/strategy.hpp).
+DTSIM_REGISTER(StrategyRegistry, {"easgd-sync", 3, "Sync EASGD: every tau steps, tree reduce of the workers' parameters to the centre and tree broadcast back",
+                                  [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::Sync); }})
+DTSIM_REGISTER(StrategyRegistry, {"easgd-async", 4, "Async EASGD: every tau steps, each worker swaps parameters with a master that serves one worker at a time",
+                                  [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::Async); }})
+DTSIM_REGISTER(StrategyRegistry, {"measgd-async", 5, "Async MEASGD: Async EASGD with momentum on the workers (same messages)",
+                                  [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::AsyncMomentum); }})
+DTSIM_REGISTER(StrategyRegistry, {"hogwild-easgd", 6, "Hogwild EASGD: lock-free master; exchanges share the master's NIC and workers do not wait for them",
+                                  [] { return std::make_unique<EasgdStrategy>(EasgdStrategy::Hogwild); }})
 
 }  // namespace dtsim

@@ -32,7 +32,6 @@ class EasgdStrategy : public Strategy {
   enum Kind { Sync, Async, AsyncMomentum, Hogwild };
   explicit EasgdStrategy(Kind k) : kind_(k) {}
   std::string name() const override;
-  std::string summary() const override;
   std::string trade_off() const override;
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 

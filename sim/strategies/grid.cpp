@@ -114,10 +114,6 @@ const GridPoint& best_grid_point(const std::vector<GridPoint>& points) {
   return *std::min_element(points.begin(), points.end(), [](const GridPoint& a, const GridPoint& b) { return a.step_s < b.step_s; });
 }
 
-std::string GridStrategy::summary() const {
-  return "integrated model/batch parallelism on a Pr x Pc grid (Pr splits each layer's weights, Pc the batch); --domain splits convolutions spatially";
-}
-
 std::string GridStrategy::trade_off() const {
   return "nothing in accuracy; wider collectives of activations every layer (all-gathers and all-reduces in each column, halo exchanges with "
          "--domain) in exchange for smaller weight all-reduces; communication is not overlapped";
@@ -150,5 +146,9 @@ StrategyOutcome GridStrategy::predict(const StrategyContext& ctx) const {
                   {"activation_comm_s", gp.activation_comm_s}, {"weight_comm_s", gp.weight_comm_s}};
   return o;
 }
+
+DTSIM_REGISTER(StrategyRegistry, {"grid", 8,  // rank: the order of `dtsim strategies` (sim/strategy.hpp)
+                                  "integrated model/batch parallelism on a Pr x Pc grid (Pr splits each layer's weights, Pc the batch); --domain splits convolutions spatially",
+                                  [] { return std::make_unique<GridStrategy>(); }})
 
 }  // namespace dtsim

@@ -42,7 +42,6 @@ const GridPoint& best_grid_point(const std::vector<GridPoint>& points);
 class GridStrategy : public Strategy {
  public:
   std::string name() const override { return "grid"; }
-  std::string summary() const override;
   std::string trade_off() const override;
   // The global batch is batch_per_gpu x P; --pr/--pc pick the grid, else the best one.
   StrategyOutcome predict(const StrategyContext& ctx) const override;

@@ -6,10 +6,6 @@
 
 namespace dtsim {
 
-std::string LocalSgdStrategy::summary() const {
-  return "local SGD: no gradient all-reduce; every tau steps the parameters are all-reduced and averaged (sum / P), waited for";
-}
-
 std::string LocalSgdStrategy::trade_off() const {
   return "workers drift apart for tau - 1 steps (the average of locally trained models, not of gradients); the effective batch per update is "
          "one GPU's, so more steps may be needed for the same accuracy";
@@ -34,5 +30,9 @@ StrategyOutcome LocalSgdStrategy::predict(const StrategyContext& ctx) const {
   o.parameters = {{"tau", tau}, {"parameter_allreduce_s", avg_s}, {"local_step_s", t_c}, {"averaging_step_s", t_c + avg_s}};
   return o;
 }
+
+DTSIM_REGISTER(StrategyRegistry, {"local-sgd", 10,  // rank: the order of `dtsim strategies` (sim/strategy.hpp)
+                                  "local SGD: no gradient all-reduce; every tau steps the parameters are all-reduced and averaged (sum / P), waited for",
+                                  [] { return std::make_unique<LocalSgdStrategy>(); }})
 
 }  // namespace dtsim

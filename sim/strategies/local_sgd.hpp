@@ -15,7 +15,6 @@ namespace dtsim {
 class LocalSgdStrategy : public Strategy {
  public:
   std::string name() const override { return "local-sgd"; }
-  std::string summary() const override;
   std::string trade_off() const override;
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 };

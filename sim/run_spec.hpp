@@ -1,0 +1,35 @@
+#pragma once
+// One training run's settings, written once. The library's TrainingConfig (sim/predict.hpp), the
+// command line's TrainingFlags (cli/command.hpp) and a sweep's SweepSpec (study/study.hpp) derive
+// from these records instead of repeating the fields, so a default is set in one place.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/strategy.hpp"
+
+namespace dtsim {
+
+// How the job trains, apart from its size and precision: what predict() reads, whoever asked.
+struct TrainingSettings {
+  std::string algo = "auto";  // NCCL's own choice per bucket (network/impl/nccl.hpp)
+  std::string compute_model = "auto";
+  std::optional<bool> overlap;  // the framework's setting unless given
+  std::string strategy = "dp";  // one of strategy_names() (sim/strategy.hpp)
+  StrategyParams strategy_params;
+};
+
+// A run as the user names it: the cluster and the framework profile by preset name or file, the
+// precision by name. training_config() (sim/predict.hpp) resolves it into a TrainingConfig.
+struct RunSpec : TrainingSettings {
+  std::string cluster = "h100-sxm";   // preset name or JSON file
+  std::string framework = "pytorch";  // host costs: configs/frameworks/NAME.json or a file
+  std::string precision = "fp32";     // parse_precision's names
+  bool allow_unknown_ops = false;     // ONNX models: cost operators dtsim does not know by roofline
+};
+
+// The most nodes a study may give a cluster (--cluster-nodes, a sweep file's "cluster_nodes", node
+// counts): beyond it the question is not a training run. Cluster files accept as many.
+constexpr int64_t kMaxClusterNodes = int64_t(1) << 20;
+
+}  // namespace dtsim
