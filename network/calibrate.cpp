@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
-#include "network/impl/nccl.hpp"
+#include "network/impl/nccl/nccl.hpp"
 
 namespace dtsim {
 

@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "network/impl/hierarchical.hpp"
 #include "network/impl/mpi.hpp"
-#include "network/impl/nccl.hpp"
+#include "network/impl/nccl/nccl.hpp"
 #include "network/impl/parameter_server.hpp"
 #include "network/impl/rabenseifner.hpp"
 #include "network/impl/recursive_doubling.hpp"

@@ -2,7 +2,19 @@
 
 #include <algorithm>
 
+#include "network/impl/parameter_server_spec.hpp"
+#include "network/impl/spec_json.hpp"
+
 namespace dtsim {
+
+ParameterServerSpec parse_parameter_server_spec(JsonObject& m) {
+  ParameterServerSpec s;
+  s.servers = static_cast<int>(m.integer_or("servers", s.servers, 0, 1 << 20));
+  s.latency_s = m.number_or("latency_s", s.latency_s, 0.0, 1.0);
+  s.bandwidth_efficiency = share_or(m, "bandwidth_efficiency", s.bandwidth_efficiency);
+  m.reject_unknown();
+  return s;
+}
 
 CollectiveEstimate ParameterServerAlgorithm::estimate(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const {
   if (!supports(op)) unsupported(op);

@@ -1,4 +1,4 @@
-#include "network/impl/nccl.hpp"
+#include "network/impl/nccl/nccl.hpp"
 
 #include <algorithm>
 #include <cmath>
