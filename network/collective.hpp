@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware/placement.hpp"
 #include "network/cluster.hpp"
 
 namespace dtsim {
@@ -18,16 +19,7 @@ CollectiveOp parse_collective_op(const std::string& s);  // allreduce, reducesca
 const char* collective_op_name(CollectiveOp op);
 std::vector<CollectiveOp> all_collective_ops();
 
-// Where a job's GPUs sit: ceil(gpus / gpus_per_node) nodes, filled in order.
-struct Placement {
-  int gpus = 1;
-  int nodes = 1;
-  int gpus_per_node = 1;
-  // GPUs on the fullest node: they share its NICs.
-  int local_gpus() const { return gpus < gpus_per_node ? gpus : gpus_per_node; }
-};
-// Largest job dtsim prices: 2^24 GPUs (16.7 million); beyond it the answer would be fiction.
-constexpr int64_t kMaxGpus = int64_t(1) << 24;
+// A job of `gpus` on the cluster's nodes (hardware/placement.hpp).
 Placement place(const ClusterSpec& c, int64_t gpus);  // InputError("--gpus") beyond capacity or kMaxGpus
 
 // Latency: a fixed cost per call plus alpha per step, where steps that cross the network cost
