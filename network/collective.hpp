@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/registry.hpp"
 #include "hardware/placement.hpp"
 #include "network/cluster.hpp"
 
@@ -57,6 +58,11 @@ class CollectiveAlgorithm {
   [[noreturn]] void unsupported(CollectiveOp op) const;
 };
 
+// Collective algorithms by name; each registers itself in its impl/ file (DTSIM_REGISTER), ranked
+// in the order users know: auto, nccl-ring, nccl-tree, ring, tree, recursive-doubling, rabenseifner,
+// hierarchical, mpi, ps.
+using CollectiveAlgorithmRegistry = Registry<CollectiveAlgorithm>;
+// InputError("--algo") for a name nobody registered.
 std::unique_ptr<CollectiveAlgorithm> make_collective_algorithm(const std::string& name);
 std::vector<std::string> collective_algorithm_names();
 

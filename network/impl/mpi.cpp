@@ -40,4 +40,7 @@ CollectiveEstimate CudaAwareMpiAlgorithm::estimate(CollectiveOp op, double bytes
   return {best->first, best->second, "", 0};
 }
 
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"mpi", 8, "CUDA-aware MPI: recursive doubling, Rabenseifner or ring, whichever is fastest, at MPI's per-message latency (collectives.mpi)",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<CudaAwareMpiAlgorithm>(); }})
+
 }  // namespace dtsim

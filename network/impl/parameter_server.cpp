@@ -26,4 +26,7 @@ CollectiveEstimate ParameterServerAlgorithm::estimate(CollectiveOp op, double by
   return {op == CollectiveOp::AllReduce ? 2 * one_way : one_way, name(), "", 0};
 }
 
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"ps", 9, "parameter server: workers push gradients to server ranks and pull the sum back over RPC (collectives.parameter_server)",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<ParameterServerAlgorithm>(); }})
+
 }  // namespace dtsim
