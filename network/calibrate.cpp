@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
-#include "network/impl/nccl.hpp"
+#include "network/impl/nccl/nccl.hpp"
 
 namespace dtsim {
 
@@ -160,95 +160,156 @@ double round_sig(double x, int digits = 4) {
   return std::stod(buf);
 }
 
-}  // namespace
+// Squared log error up to kRobust, linear beyond (Huber): the model prices the cheapest pair, and
+// where NCCL runs a dearer one (2 MiB on 2 H100s costs 2.1x 1 MiB) no constants reproduce the
+// measurement; such a point must not drag the fit of every other size.
+constexpr double kRobust = 0.1;
 
-CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoint>& pts) {
-  if (pts.empty()) throw InputError("--measured", "no measurements to fit");
-  const NcclTuning base = c.collectives.nccl;
-  const int intra_hw = c.intra.kind == "pcie" ? kHwPcie : kHwNvlink;
-  std::vector<Knob> knobs = knobs_for(pts, intra_hw, base);
-  if (pts.size() < knobs.size() + 2)
-    throw InputError("--measured", std::to_string(pts.size()) + " measurements cannot pin down " + std::to_string(knobs.size()) +
-                                       " constants; measure more sizes");
+// One calibration: the measurements, the cluster's constants it starts from, and the knobs the
+// measurements can move. Its steps: fit (every knob and the channel count, optionally guarded),
+// made_worse (the check that calibration does no harm), result (the table of every point).
+class Calibration {
+ public:
+  Calibration(const ClusterSpec& c, const std::vector<MeasuredPoint>& pts) : c_(c), pts_(pts), base_(c.collectives.nccl) {
+    if (pts.empty()) throw InputError("--measured", "no measurements to fit");
+    const int intra_hw = c.intra.kind == "pcie" ? kHwPcie : kHwNvlink;
+    knobs_ = knobs_for(pts, intra_hw, base_);
+    if (pts.size() < knobs_.size() + 2)
+      throw InputError("--measured", std::to_string(pts.size()) + " measurements cannot pin down " + std::to_string(knobs_.size()) +
+                                         " constants; measure more sizes");
+    // The cluster's own error at every point: what the fit must not make worse (see loss).
+    for (const auto& m : pts) before_error_.push_back(predict_measured(c, base_, m).time_s / m.time_s - 1);
+    // Channels are an integer NCCL derives from the topology: try the counts it uses and keep the
+    // best fit (they only shape the small-message ramp; the bus bandwidth is the links').
+    candidates_ = {base_.channels};
+    if (std::any_of(pts.begin(), pts.end(), [](const MeasuredPoint& m) { return m.nodes <= 1; }))
+      for (int ch : {8, 12, 16, 24, 32}) candidates_.insert(ch);
+    for (const Knob& k : knobs_) start_.push_back(k.start);
+    for (size_t i = 0; i < knobs_.size(); ++i) (knobs_[i].grid ? sel_ : cont_).push_back(i);
+  }
 
-  auto build = [&](const std::vector<double>& x, int channels) {
-    NcclTuning t = base;
+  const NcclTuning& base() const { return base_; }
+
+  // One fit of every knob and the channel count, from the cluster's values; the stored (rounded)
+  // constants it gives.
+  NcclTuning fit(double guard) const {
+    double best_loss = INFINITY;
+    std::vector<double> best_x = start_;
+    int best_channels = base_.channels;
+    for (int ch : candidates_) {
+      double l = 0;
+      std::vector<double> x = fit_at(ch, guard, l);
+      if (l < best_loss) best_loss = l, best_x = x, best_channels = ch;
+    }
+    // Keep the stored constants readable (4 significant digits) and report the model as stored:
+    // read back through the cluster parser, as any user of the file will.
+    return parse_nccl_tuning(nccl_tuning_json(build(best_x, best_channels)), "calibration", "$");
+  }
+
+  // The points `t` makes worse than the cluster's constants did, by more than kWorseMargin.
+  std::vector<size_t> made_worse(const NcclTuning& t) const {
+    std::vector<size_t> worse;
+    for (size_t i = 0; i < pts_.size(); ++i)
+      if (std::fabs(predict_measured(c_, t, pts_[i]).time_s / pts_[i].time_s - 1) > std::fabs(before_error_[i]) + kWorseMargin) worse.push_back(i);
+    return worse;
+  }
+
+  // Why the least-squares fit `t` was held back: how many points it made worse, and the worst.
+  std::string held_back_note(const NcclTuning& t, const std::vector<size_t>& worse) const {
+    size_t w = worse.front();
+    double worst = 0;
+    for (size_t i : worse) {
+      double d = std::fabs(predict_measured(c_, t, pts_[i]).time_s / pts_[i].time_s - 1) - std::fabs(before_error_[i]);
+      if (d > worst) worst = d, w = i;
+    }
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "the least-squares fit made %zu of %zu measurements worse than the cluster's constants by more than %.0f points (%s, %d GPUs, %.0f B: "
+                  "%+.1f%% -> %+.1f%%); refitted so that none is",
+                  worse.size(), pts_.size(), kWorseMargin * 100, collective_op_name(pts_[w].op), pts_[w].gpus, pts_[w].bytes, before_error_[w] * 100,
+                  (predict_measured(c_, t, pts_[w]).time_s / pts_[w].time_s - 1) * 100);
+    return buf;
+  }
+
+  // The fitted constants, what was fitted, and every point before and after.
+  CalibrationResult result(const NcclTuning& tuning, const std::string& held_back) const {
+    CalibrationResult r;
+    r.tuning = tuning;
+    r.held_back = held_back;
+    for (const auto& k : knobs_) r.fitted.push_back(k.name);
+    if (candidates_.size() > 1) r.fitted.push_back("channels");
+    std::vector<double> after, before;
+    for (const auto& m : pts_) {
+      CalibratedPoint p;
+      p.measured = m;
+      p.before_s = predict_measured(c_, base_, m).time_s;
+      CollectiveEstimate e = predict_measured(c_, r.tuning, m);
+      p.after_s = e.time_s;
+      p.algo = e.algo;
+      p.protocol = e.protocol;
+      after.push_back(std::fabs(p.error()));
+      before.push_back(std::fabs(p.error_before()));
+      r.points.push_back(p);
+    }
+    r.median_abs_error = median(after);
+    r.max_abs_error = *std::max_element(after.begin(), after.end());
+    r.median_abs_error_before = median(before);
+    r.max_abs_error_before = *std::max_element(before.begin(), before.end());
+    return r;
+  }
+
+ private:
+  NcclTuning build(const std::vector<double>& x, int channels) const {
+    NcclTuning t = base_;
     t.channels = channels;
-    for (size_t i = 0; i < knobs.size(); ++i) knobs[i].apply(t, base, x[i]);
+    for (size_t i = 0; i < knobs_.size(); ++i) knobs_[i].apply(t, base_, x[i]);
     return t;
-  };
-  // Squared log error up to kRobust, linear beyond (Huber): the model prices the cheapest pair, and
-  // where NCCL runs a dearer one (2 MiB on 2 H100s costs 2.1x 1 MiB) no constants reproduce the
-  // measurement; such a point must not drag the fit of every other size.
-  constexpr double kRobust = 0.1;
-  // The cluster's own error at every point: what the fit must not make worse (below). With weight
-  // `guard`, the loss adds the squares of what any point's |error| exceeds that by more than kGuardSlack.
-  std::vector<double> before_error;
-  for (const auto& m : pts) before_error.push_back(predict_measured(c, base, m).time_s / m.time_s - 1);
-  auto loss = [&](const NcclTuning& t, double guard) {
+  }
+
+  // The robust loss (kRobust) over every point. With weight `guard`, it adds the squares of what any
+  // point's |error| exceeds the cluster's own by more than kGuardSlack.
+  double loss(const NcclTuning& t, double guard) const {
     double s = 0, over = 0;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      double p = predict_measured(c, t, pts[i]).time_s;
-      double e = std::fabs(std::log(p / pts[i].time_s));
+    for (size_t i = 0; i < pts_.size(); ++i) {
+      double p = predict_measured(c_, t, pts_[i]).time_s;
+      double e = std::fabs(std::log(p / pts_[i].time_s));
       s += e <= kRobust ? e * e : kRobust * (2 * e - kRobust);
       if (guard > 0) {
-        double x = std::fabs(p / pts[i].time_s - 1) - std::fabs(before_error[i]) - kGuardSlack;
+        double x = std::fabs(p / pts_[i].time_s - 1) - std::fabs(before_error_[i]) - kGuardSlack;
         if (x > 0) over += x * x;
       }
     }
-    return s / pts.size() + guard * over;
-  };
+    return s / pts_.size() + guard * over;
+  }
 
-  // Channels are an integer NCCL derives from the topology: try the counts it uses and keep the
-  // best fit (they only shape the small-message ramp; the bus bandwidth is the links').
-  std::set<int> candidates = {base.channels};
-  if (std::any_of(pts.begin(), pts.end(), [](const MeasuredPoint& m) { return m.nodes <= 1; }))
-    for (int ch : {8, 12, 16, 24, 32}) candidates.insert(ch);
-  std::vector<double> start(knobs.size());
-  for (size_t i = 0; i < knobs.size(); ++i) start[i] = knobs[i].start;
-  std::vector<size_t> cont, sel;
-  for (size_t i = 0; i < knobs.size(); ++i) (knobs[i].grid ? sel : cont).push_back(i);
-  // One fit of every knob and the channel count, from the cluster's values; the stored (rounded)
-  // constants it gives.
-  auto fit = [&](double guard) {
-  double best_loss = INFINITY;
-  std::vector<double> best_x = start;
-  int best_channels = base.channels;
-  for (int ch : candidates) {
-    std::vector<double> x = start;
-    // A faint pull towards the cluster's values keeps constants the data cannot see (a protocol
-    // NCCL never picks at these sizes) where they were instead of letting them drift.
-    auto f = [&](const std::vector<double>& all) {
-      double pull = 0;
-      for (size_t i = 0; i < all.size(); ++i) pull += (all[i] - start[i]) * (all[i] - start[i]);
-      return loss(build(all, ch), guard) + 1e-6 * pull;
-    };
-    auto fit_continuous = [&](double step) {
-      std::vector<double> y;
-      for (size_t i : cont) y.push_back(x[i]);
-      auto g = [&](const std::vector<double>& v) {
-        std::vector<double> all = x;
-        for (size_t i = 0; i < cont.size(); ++i) all[cont[i]] = v[i];
-        return f(all);
-      };
-      y = nelder_mead(g, y, step, 2000);
-      for (size_t i = 0; i < cont.size(); ++i) x[cont[i]] = y[i];
-    };
-    // Alternate: costs by Nelder-Mead, the table latencies by a grid over each scale (1/8x..8x).
-    // Continuous constants first get a coarse scan each, since a link that does not bind (or a
-    // protocol never chosen) is flat ground on which Nelder-Mead cannot start.
-    for (size_t i : cont) {
+  // The objective at `ch` channels. A faint pull towards the cluster's values keeps constants the
+  // data cannot see (a protocol NCCL never picks at these sizes) where they were instead of letting
+  // them drift.
+  double objective(const std::vector<double>& all, int ch, double guard) const {
+    double pull = 0;
+    for (size_t i = 0; i < all.size(); ++i) pull += (all[i] - start_[i]) * (all[i] - start_[i]);
+    return loss(build(all, ch), guard) + 1e-6 * pull;
+  }
+
+  // Every knob at `ch` channels, from the cluster's values; `l` is the objective at the answer.
+  // Alternates: costs by Nelder-Mead, the table latencies by a grid over each scale (1/8x..8x).
+  // Continuous constants first get a coarse scan each, since a link that does not bind (or a
+  // protocol never chosen) is flat ground on which Nelder-Mead cannot start.
+  std::vector<double> fit_at(int ch, double guard, double& l) const {
+    auto f = [&](const std::vector<double>& all) { return objective(all, ch, guard); };
+    std::vector<double> x = start_;
+    for (size_t i : cont_) {
       double best_v = x[i], best_f = f(x);
       for (int g = -8; g <= 8; ++g) {
-        x[i] = start[i] + g * 0.5;
+        x[i] = start_[i] + g * 0.5;
         double v = f(x);
         if (v < best_f - 1e-12) best_f = v, best_v = x[i];
       }
       x[i] = best_v;
     }
     for (int round = 0; round < 4; ++round) {
-      fit_continuous(round == 0 ? 0.5 : 0.15);
-      for (size_t i : sel) {
+      fit_continuous(x, round == 0 ? 0.5 : 0.15, f);
+      for (size_t i : sel_) {
         double best_v = x[i], best_f = f(x);
         for (int g = -12; g <= 12; ++g) {
           x[i] = g * std::log(2.0) / 4;
@@ -258,22 +319,38 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
         x[i] = best_v;
       }
     }
-    fit_continuous(0.05);
-    double l = f(x);
-    if (l < best_loss) best_loss = l, best_x = x, best_channels = ch;
+    fit_continuous(x, 0.05, f);
+    l = f(x);
+    return x;
   }
-  // Keep the stored constants readable (4 significant digits) and report the model as stored:
-  // read back through the cluster parser, as any user of the file will.
-  return parse_nccl_tuning(nccl_tuning_json(build(best_x, best_channels)), "calibration", "$");
-  };
-  // The points a tuning makes worse than the cluster's constants did, by more than kWorseMargin.
-  auto made_worse = [&](const NcclTuning& t) {
-    std::vector<size_t> worse;
-    for (size_t i = 0; i < pts.size(); ++i)
-      if (std::fabs(predict_measured(c, t, pts[i]).time_s / pts[i].time_s - 1) > std::fabs(before_error[i]) + kWorseMargin) worse.push_back(i);
-    return worse;
-  };
 
+  // Nelder-Mead over the continuous knobs of `x`, the others held.
+  void fit_continuous(std::vector<double>& x, double step, const std::function<double(const std::vector<double>&)>& f) const {
+    std::vector<double> y;
+    for (size_t i : cont_) y.push_back(x[i]);
+    auto g = [&](const std::vector<double>& v) {
+      std::vector<double> all = x;
+      for (size_t i = 0; i < cont_.size(); ++i) all[cont_[i]] = v[i];
+      return f(all);
+    };
+    y = nelder_mead(g, y, step, 2000);
+    for (size_t i = 0; i < cont_.size(); ++i) x[cont_[i]] = y[i];
+  }
+
+  const ClusterSpec& c_;
+  const std::vector<MeasuredPoint>& pts_;
+  const NcclTuning base_;
+  std::vector<Knob> knobs_;
+  std::vector<double> before_error_;
+  std::set<int> candidates_;
+  std::vector<double> start_;
+  std::vector<size_t> cont_, sel_;  // continuous knobs; knobs searched on a grid
+};
+
+}  // namespace
+
+CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoint>& pts) {
+  const Calibration cal(c, pts);
   // The robust least-squares fit first. One constant serves several measurements (a collective's
   // bandwidth factor serves every GPU count; the link efficiency and latencies every collective), so
   // the best fit on average may buy many points at the cost of a few: on the H100 data, all-gather's
@@ -281,54 +358,19 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
   // GPUs 24% slow at 1 GiB where the preset was within 2%. Such a fit is refitted with the guard, so
   // that calibration never makes a measured point worse than the cluster already was by more than
   // kWorseMargin.
-  NcclTuning tuning = fit(0);
+  NcclTuning tuning = cal.fit(0);
   std::string held_back;
-  if (std::vector<size_t> worse = made_worse(tuning); !worse.empty()) {
-    size_t w = worse.front();
-    double worst = 0;
-    for (size_t i : worse) {
-      double d = std::fabs(predict_measured(c, tuning, pts[i]).time_s / pts[i].time_s - 1) - std::fabs(before_error[i]);
-      if (d > worst) worst = d, w = i;
-    }
-    char buf[320];
-    std::snprintf(buf, sizeof buf,
-                  "the least-squares fit made %zu of %zu measurements worse than the cluster's constants by more than %.0f points (%s, %d GPUs, %.0f B: "
-                  "%+.1f%% -> %+.1f%%); refitted so that none is",
-                  worse.size(), pts.size(), kWorseMargin * 100, collective_op_name(pts[w].op), pts[w].gpus, pts[w].bytes, before_error[w] * 100,
-                  (predict_measured(c, tuning, pts[w]).time_s / pts[w].time_s - 1) * 100);
-    held_back = buf;
-    tuning = fit(kGuardWeight);
-    if (!made_worse(tuning).empty()) {
+  if (std::vector<size_t> worse = cal.made_worse(tuning); !worse.empty()) {
+    held_back = cal.held_back_note(tuning, worse);
+    tuning = cal.fit(kGuardWeight);
+    if (!cal.made_worse(tuning).empty()) {
       // The guard is a penalty, not a wall: should the refit still overstep, keep the cluster's
       // constants, which the data cannot improve without harm.
-      tuning = base;
+      tuning = cal.base();
       held_back += "; no fit did, so the cluster's constants are kept";
     }
   }
-
-  CalibrationResult r;
-  r.tuning = tuning;
-  r.held_back = held_back;
-  for (const auto& k : knobs) r.fitted.push_back(k.name);
-  if (candidates.size() > 1) r.fitted.push_back("channels");
-  std::vector<double> after, before;
-  for (const auto& m : pts) {
-    CalibratedPoint p;
-    p.measured = m;
-    p.before_s = predict_measured(c, base, m).time_s;
-    CollectiveEstimate e = predict_measured(c, r.tuning, m);
-    p.after_s = e.time_s;
-    p.algo = e.algo;
-    p.protocol = e.protocol;
-    after.push_back(std::fabs(p.error()));
-    before.push_back(std::fabs(p.error_before()));
-    r.points.push_back(p);
-  }
-  r.median_abs_error = median(after);
-  r.max_abs_error = *std::max_element(after.begin(), after.end());
-  r.median_abs_error_before = median(before);
-  r.max_abs_error_before = *std::max_element(before.begin(), before.end());
-  return r;
+  return cal.result(tuning, held_back);
 }
 
 Json nccl_tuning_json(const NcclTuning& t) {

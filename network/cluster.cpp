@@ -1,7 +1,6 @@
 #include "network/cluster.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -11,154 +10,67 @@ namespace dtsim {
 
 namespace fs = std::filesystem;
 
-const char* nccl_algo_name(int a) { return a == kNcclTree ? "tree" : "ring"; }
-const char* nccl_proto_name(int p) { return p == kNcclLL ? "LL" : p == kNcclLL128 ? "LL128" : "Simple"; }
-
-NcclTuning default_nccl_tuning() {
-  // NCCL's constants (NVIDIA/nccl src/graph/tuning.cc and topo.h, the 2.19-era tables with Hopper
-  // rows; docs/cluster-format.md cites them). Latencies there are in microseconds, bandwidths in GB/s.
-  NcclTuning t;
-  t.channels = 16;
-  t.link_efficiency = {20.6 / 25.0, 12.0 / 16.0, 0.94};
-  t.base_latency_s[kNcclTree] = {6.8e-6, 14.0e-6, 0.0};
-  t.base_latency_s[kNcclRing] = {6.6e-6, 14.0e-6, 8.4e-6};
-  t.hop_latency_s[kHwNvlink][kNcclTree] = {0.6e-6, 1.25e-6, 28e-6};
-  t.hop_latency_s[kHwNvlink][kNcclRing] = {0.6e-6, 1.9e-6, 3.4e-6};
-  t.hop_latency_s[kHwPcie][kNcclTree] = {1.0e-6, 1.9e-6, 28e-6};
-  t.hop_latency_s[kHwPcie][kNcclRing] = {1.0e-6, 2.5e-6, 5.7e-6};
-  t.hop_latency_s[kHwNet][kNcclTree] = {5.0e-6, 8.5e-6, 28e-6};
-  t.hop_latency_s[kHwNet][kNcclRing] = {2.7e-6, 4.0e-6, 14.0e-6};
-  t.algo_bandwidth = {0.92, 1.0};
-  t.proto_bandwidth[kNcclTree] = {1.0 / 3.8, 7.0 / 9.0, 1.0};
-  t.proto_bandwidth[kNcclRing] = {1.0 / 4.0, 0.92, 1.0};
-  t.ll_max_bus_bandwidth_Bps = {87.7e9, 22.5e9, 19.0e9};
-  t.ring_ll128_max_per_channel_Bps = {36.7e9, 36.7e9, 36.7e9};
-  t.tree_ll128_max_per_channel_Bps = {36.7e9, 36.7e9, 29.0e9};
-  t.tree_max_per_channel_Bps = {38.7e9, 41.4e9, 36.0e9};
-  t.threads = {512, 640, 512};
-  t.thread_threshold_bytes = {8, 8, 64};
-  t.tree_correction[kNcclLL] = {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0};
-  t.tree_correction[kNcclLL128] = {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0};
-  t.tree_correction[kNcclSimple] = {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9};
-  t.net_overhead_s = 1.0e-6;
-  t.ring_simple_multinode_latency_factor = 1.4;
-  for (auto& a : t.enabled) a = {true, true, true};
-  return t;
-}
-
 namespace {
 
-double efficiency(JsonObject& o, const std::string& key, double fallback) {
-  if (!o.has(key)) return fallback;
-  double x = o.number(key, 0.0, 1.0);
-  if (!(x > 0)) o.fail(key, "must be in (0, 1]");
-  return x;
-}
-
-const char* const kProtoKeys[kNcclProtos] = {"ll", "ll128", "simple"};
-const char* const kAlgoKeys[kNcclAlgos] = {"tree", "ring"};
-const char* const kHwKeys[kNcclHws] = {"nvlink", "pcie", "net"};
-
-// {"ll": x, "ll128": y, "simple": z}: any subset overrides; values in [min, max] times `unit`.
-void per_proto(JsonObject& o, const std::string& key, NcclTuning::PerProto& v, double min, double max, double unit) {
-  if (!o.has(key)) return;
-  JsonObject t = o.object(key);
-  for (int p = 0; p < kNcclProtos; ++p)
-    if (t.has(kProtoKeys[p])) v[p] = t.number(kProtoKeys[p], min, max) * unit;
-  t.reject_unknown();
-}
-void per_algo_proto(JsonObject& o, const std::string& key, NcclTuning::PerAlgoProto& v, double min, double max) {
-  if (!o.has(key)) return;
-  JsonObject t = o.object(key);
-  for (int a = 0; a < kNcclAlgos; ++a) per_proto(t, kAlgoKeys[a], v[a], min, max, 1.0);
-  t.reject_unknown();
-}
-// [1 node, 2 nodes, more] in GB/s.
-void per_nodes(JsonObject& o, const std::string& key, NcclTuning::PerNodes& v) {
-  if (!o.has(key)) return;
-  const Json& j = o.raw(key);
-  if (!j.is_array() || j.size() != 3) o.fail(key, "must be an array of 3 numbers (1 node, 2 nodes, more nodes)");
-  for (size_t i = 0; i < 3; ++i) {
-    if (!j[i].is_number() || !(j[i].get<double>() > 0) || !std::isfinite(j[i].get<double>()))
-      o.fail(key + "[" + std::to_string(i) + "]", "must be a number greater than 0");
-    v[i] = j[i].get<double>() * 1e9;
-  }
-}
-
-void parse_nccl(JsonObject& n, NcclTuning& t) {
-  t.channels = static_cast<int>(n.integer_or("channels", t.channels, 1, 256));
-  if (n.has("link_efficiency")) {
-    JsonObject e = n.object("link_efficiency");
-    for (int h = 0; h < kNcclHws; ++h) t.link_efficiency[h] = efficiency(e, kHwKeys[h], t.link_efficiency[h]);
-    e.reject_unknown();
-  }
-  per_algo_proto(n, "base_latency_s", t.base_latency_s, 0.0, 1.0);
-  if (n.has("hop_latency_s")) {
-    JsonObject h = n.object("hop_latency_s");
-    for (int w = 0; w < kNcclHws; ++w) per_algo_proto(h, kHwKeys[w], t.hop_latency_s[w], 0.0, 1.0);
-    h.reject_unknown();
-  }
-  if (n.has("algo_bandwidth")) {
-    JsonObject a = n.object("algo_bandwidth");
-    for (int i = 0; i < kNcclAlgos; ++i) t.algo_bandwidth[i] = efficiency(a, kAlgoKeys[i], t.algo_bandwidth[i]);
-    a.reject_unknown();
-  }
-  per_algo_proto(n, "proto_bandwidth", t.proto_bandwidth, 1e-3, 1.0);
-  per_nodes(n, "ll_max_bus_bandwidth_GBps", t.ll_max_bus_bandwidth_Bps);
-  per_nodes(n, "ring_ll128_max_per_channel_GBps", t.ring_ll128_max_per_channel_Bps);
-  per_nodes(n, "tree_ll128_max_per_channel_GBps", t.tree_ll128_max_per_channel_Bps);
-  per_nodes(n, "tree_max_per_channel_GBps", t.tree_max_per_channel_Bps);
-  per_proto(n, "threads", t.threads, 32, 4096, 1.0);
-  per_proto(n, "thread_threshold_bytes", t.thread_threshold_bytes, 1, 1 << 20, 1.0);
-  t.net_overhead_s = n.number_or("net_overhead_s", t.net_overhead_s, 0.0, 1.0);
-  t.ring_simple_multinode_latency_factor = n.number_or("ring_simple_multinode_latency_factor", t.ring_simple_multinode_latency_factor, 1.0, 10.0);
-  if (n.has("enabled")) {
-    // {"ring": ["LL", "LL128", "Simple"], "tree": [...]}: NCCL_ALGO / NCCL_PROTO as data.
-    JsonObject e = n.object("enabled");
-    for (int a = 0; a < kNcclAlgos; ++a) {
-      if (!e.has(kAlgoKeys[a])) continue;
-      const Json& list = e.raw(kAlgoKeys[a]);
-      if (!list.is_array()) e.fail(kAlgoKeys[a], "must be an array of protocol names (LL, LL128, Simple)");
-      t.enabled[a] = {false, false, false};
-      for (const auto& x : list) {
-        int found = -1;
-        for (int p = 0; p < kNcclProtos; ++p)
-          if (x.is_string() && x.get<std::string>() == nccl_proto_name(p)) found = p;
-        if (found < 0) e.fail(kAlgoKeys[a], "unknown protocol " + x.dump() + " (LL, LL128, Simple)");
-        t.enabled[a][found] = true;
-      }
+// `gpu`: a preset name (configs/gpus/) or the GPU's own object.
+GpuSpec read_gpu(JsonObject& o) {
+  const Json& gpu = o.raw("gpu");
+  if (gpu.is_string()) {
+    try {
+      return load_gpu(gpu.get<std::string>());
+    } catch (const InputError& e) {
+      o.fail("gpu", e.what());
     }
-    e.reject_unknown();
   }
-  if (n.has("cost_correction")) {
-    JsonObject cc = n.object("cost_correction");
-    per_proto(cc, "latency", t.cost_latency_scale, 1e-3, 1e3, 1.0);
-    per_proto(cc, "bandwidth", t.cost_bandwidth_scale, 1e-3, 1e3, 1.0);
-    cc.reject_unknown();
+  return parse_gpu(o.object("gpu"));
+}
+
+IntraNodeFabric read_intra_node(JsonObject& o) {
+  JsonObject in = o.object("intra_node");
+  IntraNodeFabric f;
+  f.kind = in.str("kind");
+  if (f.kind != "nvswitch" && f.kind != "nvlink" && f.kind != "pcie")
+    in.fail("kind", "must be nvswitch, nvlink or pcie, got '" + f.kind + "'");
+  f.bandwidth_Bps = in.positive("bandwidth_GBps", 1e6) * 1e9;
+  f.latency_s = in.number("latency_s", 0.0, 1.0);
+  in.reject_unknown();
+  return f;
+}
+
+InterNodeNetwork read_inter_node(JsonObject& o) {
+  JsonObject net = o.object("inter_node");
+  InterNodeNetwork n;
+  n.nics_per_node = static_cast<int>(net.integer("nics_per_node", 1, 1024));
+  n.nic_bandwidth_Bps = net.positive("nic_bandwidth_Gbps", 1e6) * 1e9 / 8;
+  n.latency_s = net.number("latency_s", 0.0, 1.0);
+  n.oversubscription = net.number("oversubscription", 1.0, 1e3);
+  net.reject_unknown();
+  return n;
+}
+
+// Each library's constants are read by its own parser (network/impl/), over its own defaults.
+CollectiveLibrary read_collectives(JsonObject& o) {
+  JsonObject coll = o.object("collectives");
+  CollectiveLibrary l;
+  l.base_latency_s = coll.number("base_latency_s", 0.0, 1.0);
+  l.nccl = default_nccl_tuning();
+  if (coll.has("nccl")) {
+    JsonObject n = coll.object("nccl");
+    l.nccl = parse_nccl_tuning(n);
   }
-  if (n.has("op_bandwidth")) {
-    static const char* const ops[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce"};
-    JsonObject ob = n.object("op_bandwidth");
-    for (int i = 0; i < 5; ++i) t.op_bandwidth[i] = ob.number_or(ops[i], t.op_bandwidth[i], 1e-3, 1e3);
-    ob.reject_unknown();
+  if (coll.has("mpi")) {
+    JsonObject m = coll.object("mpi");
+    l.mpi = parse_mpi_spec(m);
   }
-  if (n.has("calibration")) t.calibration = n.raw("calibration");
-  n.str_or("note", "");
-  n.reject_unknown();
-  bool any = false;
-  for (const auto& a : t.enabled)
-    for (bool b : a) any = any || b;
-  if (!any) n.fail("enabled", "enables no (algorithm, protocol) pair");
+  if (coll.has("parameter_server")) {
+    JsonObject m = coll.object("parameter_server");
+    l.parameter_server = parse_parameter_server_spec(m);
+  }
+  coll.reject_unknown();
+  return l;
 }
 
 }  // namespace
-
-NcclTuning parse_nccl_tuning(const Json& j, const std::string& what, const std::string& path) {
-  NcclTuning t = default_nccl_tuning();
-  JsonObject n(j, what, path);
-  parse_nccl(n, t);
-  return t;
-}
 
 ClusterSpec parse_cluster(const Json& doc, const std::string& what) {
   JsonObject o(doc, what, "$");
@@ -167,59 +79,12 @@ ClusterSpec parse_cluster(const Json& doc, const std::string& what) {
   c.name = o.str("name");
   o.str_or("description", "");
   if (o.has("sources")) o.raw("sources");
-  const Json& gpu = o.raw("gpu");
-  if (gpu.is_string()) {
-    try {
-      c.gpu = load_gpu(gpu.get<std::string>());
-    } catch (const InputError& e) {
-      o.fail("gpu", e.what());
-    }
-  } else {
-    c.gpu = parse_gpu(o.object("gpu"));
-  }
+  c.gpu = read_gpu(o);
   c.gpus_per_node = static_cast<int>(o.integer("gpus_per_node", 1, 1024));
   c.nodes = static_cast<int>(o.integer("nodes", 1, 1 << 20));
-
-  JsonObject in = o.object("intra_node");
-  c.intra.kind = in.str("kind");
-  if (c.intra.kind != "nvswitch" && c.intra.kind != "nvlink" && c.intra.kind != "pcie")
-    in.fail("kind", "must be nvswitch, nvlink or pcie, got '" + c.intra.kind + "'");
-  c.intra.bandwidth_Bps = in.positive("bandwidth_GBps", 1e6) * 1e9;
-  c.intra.latency_s = in.number("latency_s", 0.0, 1.0);
-  in.reject_unknown();
-
-  JsonObject net = o.object("inter_node");
-  c.inter.nics_per_node = static_cast<int>(net.integer("nics_per_node", 1, 1024));
-  c.inter.nic_bandwidth_Bps = net.positive("nic_bandwidth_Gbps", 1e6) * 1e9 / 8;
-  c.inter.latency_s = net.number("latency_s", 0.0, 1.0);
-  c.inter.oversubscription = net.number("oversubscription", 1.0, 1e3);
-  net.reject_unknown();
-
-  JsonObject coll = o.object("collectives");
-  c.collectives.base_latency_s = coll.number("base_latency_s", 0.0, 1.0);
-  c.collectives.nccl = default_nccl_tuning();
-  if (coll.has("nccl")) {
-    JsonObject n = coll.object("nccl");
-    parse_nccl(n, c.collectives.nccl);
-  }
-  if (coll.has("mpi")) {
-    JsonObject m = coll.object("mpi");
-    MpiSpec& s = c.collectives.mpi;
-    s.base_latency_s = m.number_or("base_latency_s", s.base_latency_s, 0.0, 1.0);
-    s.latency_s = m.number_or("latency_s", s.latency_s, 0.0, 1.0);
-    s.latency_inter_s = m.number_or("latency_inter_s", s.latency_inter_s, 0.0, 1.0);
-    s.bandwidth_efficiency = efficiency(m, "bandwidth_efficiency", s.bandwidth_efficiency);
-    m.reject_unknown();
-  }
-  if (coll.has("parameter_server")) {
-    JsonObject m = coll.object("parameter_server");
-    ParameterServerSpec& s = c.collectives.parameter_server;
-    s.servers = static_cast<int>(m.integer_or("servers", s.servers, 0, 1 << 20));
-    s.latency_s = m.number_or("latency_s", s.latency_s, 0.0, 1.0);
-    s.bandwidth_efficiency = efficiency(m, "bandwidth_efficiency", s.bandwidth_efficiency);
-    m.reject_unknown();
-  }
-  coll.reject_unknown();
+  c.intra = read_intra_node(o);
+  c.inter = read_inter_node(o);
+  c.collectives = read_collectives(o);
 
   JsonObject fw = o.object("framework");
   c.framework.name = fw.str("name");

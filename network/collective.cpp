@@ -1,17 +1,8 @@
 #include "network/collective.hpp"
 
-#include <functional>
 #include <utility>
 
 #include "core/error.hpp"
-#include "network/impl/hierarchical.hpp"
-#include "network/impl/mpi.hpp"
-#include "network/impl/nccl.hpp"
-#include "network/impl/parameter_server.hpp"
-#include "network/impl/rabenseifner.hpp"
-#include "network/impl/recursive_doubling.hpp"
-#include "network/impl/ring.hpp"
-#include "network/impl/tree.hpp"
 #include "network/topology.hpp"
 
 namespace dtsim {
@@ -79,37 +70,11 @@ std::string comm_bottleneck(const Placement& p, const ClusterSpec& c) {
   return textbook_costs(p, c).bottleneck;
 }
 
-namespace {
-using Factory = std::function<std::unique_ptr<CollectiveAlgorithm>()>;
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
-      {"auto", [] { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::Any); }},
-      {"nccl-ring", [] { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::RingOnly); }},
-      {"nccl-tree", [] { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::TreeOnly); }},
-      {"ring", [] { return std::make_unique<RingAlgorithm>(); }},
-      {"tree", [] { return std::make_unique<DoubleBinaryTreeAlgorithm>(); }},
-      {"recursive-doubling", [] { return std::make_unique<RecursiveDoublingAlgorithm>(); }},
-      {"rabenseifner", [] { return std::make_unique<RabenseifnerAlgorithm>(); }},
-      {"hierarchical", [] { return std::make_unique<HierarchicalAlgorithm>(); }},
-      {"mpi", [] { return std::make_unique<CudaAwareMpiAlgorithm>(); }},
-      {"ps", [] { return std::make_unique<ParameterServerAlgorithm>(); }},
-  };
-  return r;
-}
-}  // namespace
-
-std::vector<std::string> collective_algorithm_names() {
-  std::vector<std::string> n;
-  for (const auto& [name, f] : registry()) n.push_back(name);
-  return n;
-}
+std::vector<std::string> collective_algorithm_names() { return CollectiveAlgorithmRegistry::get().names(); }
 
 std::unique_ptr<CollectiveAlgorithm> make_collective_algorithm(const std::string& name) {
-  for (const auto& [n, f] : registry())
-    if (n == name) return f();
-  std::string known;
-  for (const auto& n : collective_algorithm_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError("--algo", "unknown algorithm '" + name + "' (" + known + ")");
+  if (auto a = CollectiveAlgorithmRegistry::get().make(name)) return a;
+  throw InputError("--algo", "unknown algorithm '" + name + "' (" + CollectiveAlgorithmRegistry::get().joined_names() + ")");
 }
 
 }  // namespace dtsim

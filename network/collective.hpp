@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/registry.hpp"
+#include "hardware/placement.hpp"
 #include "network/cluster.hpp"
 
 namespace dtsim {
@@ -18,16 +20,7 @@ CollectiveOp parse_collective_op(const std::string& s);  // allreduce, reducesca
 const char* collective_op_name(CollectiveOp op);
 std::vector<CollectiveOp> all_collective_ops();
 
-// Where a job's GPUs sit: ceil(gpus / gpus_per_node) nodes, filled in order.
-struct Placement {
-  int gpus = 1;
-  int nodes = 1;
-  int gpus_per_node = 1;
-  // GPUs on the fullest node: they share its NICs.
-  int local_gpus() const { return gpus < gpus_per_node ? gpus : gpus_per_node; }
-};
-// Largest job dtsim prices: 2^24 GPUs (16.7 million); beyond it the answer would be fiction.
-constexpr int64_t kMaxGpus = int64_t(1) << 24;
+// A job of `gpus` on the cluster's nodes (hardware/placement.hpp).
 Placement place(const ClusterSpec& c, int64_t gpus);  // InputError("--gpus") beyond capacity or kMaxGpus
 
 // Latency: a fixed cost per call plus alpha per step, where steps that cross the network cost
@@ -65,6 +58,11 @@ class CollectiveAlgorithm {
   [[noreturn]] void unsupported(CollectiveOp op) const;
 };
 
+// Collective algorithms by name; each registers itself in its impl/ file (DTSIM_REGISTER), ranked
+// in the order users know: auto, nccl-ring, nccl-tree, ring, tree, recursive-doubling, rabenseifner,
+// hierarchical, mpi, ps.
+using CollectiveAlgorithmRegistry = Registry<CollectiveAlgorithm>;
+// InputError("--algo") for a name nobody registered.
 std::unique_ptr<CollectiveAlgorithm> make_collective_algorithm(const std::string& name);
 std::vector<std::string> collective_algorithm_names();
 

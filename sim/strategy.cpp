@@ -26,20 +26,6 @@ double strategy_default(const std::string& strategy, const std::string& key) {
   return o[key].get<double>();
 }
 
-Placement node_placement(const Placement& where) {
-  Placement node;
-  node.gpus = node.gpus_per_node = where.local_gpus();
-  node.nodes = 1;
-  return node;
-}
-
-Placement one_per_node_placement(const Placement& where) {
-  Placement rail;
-  rail.gpus = rail.nodes = where.nodes;
-  rail.gpus_per_node = 1;
-  return rail;
-}
-
 double rails_allreduce_s(double bytes, const Placement& where, const ClusterSpec& c, const CollectiveAlgorithm& algo) {
   if (where.nodes <= 1 || bytes <= 0) return 0;
   const int g = where.local_gpus();

@@ -17,6 +17,7 @@
 #include "workload/graph.hpp"
 #include "workload/kernels.hpp"
 #include "sim/schedule.hpp"
+#include "hardware/placement.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
 #include "compute/compute_model.hpp"
@@ -94,11 +95,7 @@ const Json& strategy_defaults();
 // The strategy's default for `key` in configs/strategies.json (InputError if it is missing).
 double strategy_default(const std::string& strategy, const std::string& key);
 
-// Where hierarchical schemes (hierarchical, hierarchical-leader, daso) talk: the GPUs of the job's
-// fullest node, and one GPU per node.
-Placement node_placement(const Placement& where);
-Placement one_per_node_placement(const Placement& where);
-// The all-reduce among nodes of those schemes: g groups (one per local rank) of one GPU per node,
+// The all-reduce among nodes of the hierarchical schemes (hardware/placement.hpp): g groups (one per local rank) of one GPU per node,
 // each all-reducing bytes / g while sharing the node's network g ways; 0 on one node.
 double rails_allreduce_s(double bytes, const Placement& where, const ClusterSpec& c, const CollectiveAlgorithm& algo);
 

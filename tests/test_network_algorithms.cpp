@@ -7,7 +7,7 @@
 #include "workload/model_json.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
-#include "network/impl/nccl.hpp"
+#include "network/impl/nccl/nccl.hpp"
 #include "network/topology.hpp"
 
 using namespace dtsim;

@@ -46,4 +46,7 @@ CollectiveEstimate HierarchicalAlgorithm::estimate(CollectiveOp op, double bytes
   return {s, name(), "", 0};
 }
 
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"hierarchical", 7, "two levels of rings: inside each node, then across nodes, on the cluster's own alpha-beta-gamma costs",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<HierarchicalAlgorithm>(); }})
+
 }  // namespace dtsim

@@ -22,4 +22,7 @@ CollectiveEstimate RabenseifnerAlgorithm::estimate(CollectiveOp op, double bytes
   return {rabenseifner_time(op, bytes, textbook_costs(p, c)), name(), "", 0};
 }
 
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"rabenseifner", 6, "reduce-scatter by halving, all-gather by doubling (MPICH's choice for long messages) on the cluster's own alpha-beta-gamma costs",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<RabenseifnerAlgorithm>(); }})
+
 }  // namespace dtsim

@@ -42,4 +42,7 @@ CollectiveEstimate RecursiveDoublingAlgorithm::estimate(CollectiveOp op, double 
   return {recursive_doubling_time(op, bytes, textbook_costs(p, c)), name(), "", 0};
 }
 
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"recursive-doubling", 5, "recursive doubling (MPICH's choice for short messages) on the cluster's own alpha-beta-gamma costs",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<RecursiveDoublingAlgorithm>(); }})
+
 }  // namespace dtsim

@@ -44,4 +44,7 @@ CollectiveEstimate RingAlgorithm::estimate(CollectiveOp op, double bytes, const 
   return {ring_time(op, bytes, textbook_costs(p, c)), name(), "", 0};
 }
 
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"ring", 3, "the ring schedule on the cluster's own alpha-beta-gamma costs (intra_node, inter_node, collectives.base_latency_s)",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<RingAlgorithm>(); }})
+
 }  // namespace dtsim

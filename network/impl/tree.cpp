@@ -18,4 +18,7 @@ CollectiveEstimate DoubleBinaryTreeAlgorithm::estimate(CollectiveOp op, double b
   return {s, name(), "", 0};
 }
 
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"tree", 4, "double binary tree (all-reduce, broadcast, reduce) on the cluster's own alpha-beta-gamma costs",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<DoubleBinaryTreeAlgorithm>(); }})
+
 }  // namespace dtsim

@@ -1,4 +1,4 @@
-#include "network/impl/nccl.hpp"
+#include "network/impl/nccl/nccl.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -142,5 +142,12 @@ CollectiveEstimate NcclAlgorithm::estimate(CollectiveOp op, double bytes, const 
   if (e.time_s < 0) throw InputError("--algo", name() + ": the cluster's collectives.nccl.enabled leaves no protocol for " + collective_op_name(op));
   return e;
 }
+
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"auto", 0, "NCCL's own choice of algorithm (ring, tree) and protocol (LL, LL128, Simple) by its tuning tables (collectives.nccl)",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::Any); }})
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"nccl-ring", 1, "NCCL's ring only (NCCL_ALGO=Ring), the protocol NCCL's tables choose (collectives.nccl)",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::RingOnly); }})
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"nccl-tree", 2, "NCCL's tree only (NCCL_ALGO=Tree; all-reduce), the protocol NCCL's tables choose (collectives.nccl)",
+                                             []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::TreeOnly); }})
 
 }  // namespace dtsim

@@ -1,5 +1,6 @@
 #pragma once
 #include "network/collective.hpp"
+#include "network/impl/nccl/tuning.hpp"
 
 namespace dtsim {
 
