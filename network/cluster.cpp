@@ -81,7 +81,7 @@ ClusterSpec parse_cluster(const Json& doc, const std::string& what) {
   if (o.has("sources")) o.raw("sources");
   c.gpu = read_gpu(o);
   c.gpus_per_node = static_cast<int>(o.integer("gpus_per_node", 1, 1024));
-  c.nodes = static_cast<int>(o.integer("nodes", 1, 1 << 20));
+  c.nodes = static_cast<int>(o.integer("nodes", 1, kMaxClusterNodes));
   c.intra = read_intra_node(o);
   c.inter = read_inter_node(o);
   c.collectives = read_collectives(o);

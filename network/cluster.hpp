@@ -57,6 +57,10 @@ struct FrameworkSpec {
   bool ddp_gradient_copy = false;
 };
 
+// The most nodes a cluster may have, in a cluster file or as a study gives it (--cluster-nodes, a
+// sweep file's "cluster_nodes", node counts): beyond it the question is not a training run.
+constexpr int64_t kMaxClusterNodes = int64_t(1) << 20;
+
 struct ClusterSpec {
   std::string name;
   std::string file;

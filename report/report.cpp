@@ -83,7 +83,7 @@ std::string priced_by_text(const Prediction& p) {
     if (kp.extrapolated_s > 0) s += " (" + pct(kp.extrapolated_s / all) + " beyond the measured range)";
   }
   // FP16 autocast is priced with the bf16 data's predictors: cuDNN and cuBLAS run the same kernels
-  // (compute/impl/mlp/features.cpp dataset_math).
+  // (compute/kernel_key.cpp dataset_math).
   if (p.precision == "fp16") s += "; fp16 convolutions, matmuls and vector kernels from the bf16 measurements (the same kernels)";
   return s;
 }
@@ -155,7 +155,7 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
       {"scaling efficiency", pct(p.scaling_efficiency), "t(1 GPU) = " + fmt_time(p.single_gpu_iteration_s) + " at the same batch per GPU"},
       {"bottleneck", p.bottleneck, ""},
   };
-  // Issue 21: a prediction that rests mostly on extrapolation says so where it is read.
+  // A prediction that rests mostly on extrapolation says so where it is read (docs/design.md §7).
   if (const double share = extrapolated_share(p); share > 0.10)
     t.rows.insert(t.rows.begin() + 4, {"warning", pct(share) + " of GPU time",
                                        "priced by measured predictors outside the shapes they were trained on: read it as an estimate"});

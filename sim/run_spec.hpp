@@ -12,7 +12,7 @@ namespace dtsim {
 
 // How the job trains, apart from its size and precision: what predict() reads, whoever asked.
 struct TrainingSettings {
-  std::string algo = "auto";  // NCCL's own choice per bucket (network/impl/nccl.hpp)
+  std::string algo = "auto";  // NCCL's own choice per bucket (network/impl/nccl/nccl.hpp)
   std::string compute_model = "auto";
   std::optional<bool> overlap;  // the framework's setting unless given
   std::string strategy = "dp";  // one of strategy_names() (sim/strategy.hpp)
@@ -27,9 +27,5 @@ struct RunSpec : TrainingSettings {
   std::string precision = "fp32";     // parse_precision's names
   bool allow_unknown_ops = false;     // ONNX models: cost operators dtsim does not know by roofline
 };
-
-// The most nodes a study may give a cluster (--cluster-nodes, a sweep file's "cluster_nodes", node
-// counts): beyond it the question is not a training run. Cluster files accept as many.
-constexpr int64_t kMaxClusterNodes = int64_t(1) << 20;
 
 }  // namespace dtsim

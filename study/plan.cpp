@@ -350,7 +350,8 @@ void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Pre
 Search prepare(const PlanSpec& s) {
   Search x{s,
            Axes{s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(),
-                s.precisions.size(), s.batches.size(), s.gpus.size()}};
+                s.precisions.size(), s.batches.size(), s.gpus.size()},
+           1, {}, {}, {}, {}};
   const Axes& ax = x.ax;
   x.threads = thread_count(s);
   for (const auto& p : s.precisions) x.precisions.push_back(parse_precision(p));
