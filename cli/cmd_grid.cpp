@@ -1,4 +1,5 @@
 #include "cli/command.hpp"
+#include "compute/compute_model.hpp"
 #include "core/error.hpp"
 #include "core/output.hpp"
 #include "sim/framework.hpp"
@@ -19,7 +20,7 @@ class GridCommand : public Command {
     c->add_option("--cluster", flags_.cluster, "Cluster preset name or JSON file")->capture_default_str();
     c->add_option("--precision", flags_.precision, "fp32, tf32, bf16, fp16")->capture_default_str();
     c->add_option("--algo", flags_.algo, "Collective algorithm of the column and row collectives")->capture_default_str();
-    c->add_option("--compute-model", flags_.compute_model, "Kernel times: auto, mlp, roofline")->capture_default_str();
+    c->add_option("--compute-model", flags_.compute_model, "Kernel times: " + join_names(compute_model_names()))->capture_default_str();
     c->add_option("--framework", flags_.framework, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")
         ->capture_default_str();
     c->add_flag("--domain", domain_, "Domain (spatial) parallel convolutions: halo exchanges instead of model-parallel collectives");

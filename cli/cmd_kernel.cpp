@@ -10,6 +10,13 @@
 namespace dtsim::cli {
 namespace {
 
+// "a, b or c", for a flag that takes one name of a registry.
+std::string one_of(std::vector<std::string> names) {
+  const std::string last = names.back();
+  names.pop_back();
+  return names.empty() ? last : join_names(names) + " or " + last;
+}
+
 class KernelCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
@@ -28,7 +35,7 @@ class KernelCommand : public Command {
         ->required();
     c->add_option("--variant", variant_, "activation: relu (default), relu6, ...; pool: max (default) or avg; eltwise: the lowering's name "
                   "(bias_add, bias_grad, ...), which framework profiles key on");
-    c->add_option("--compute-model", model_, "auto, mlp or roofline")->capture_default_str();
+    c->add_option("--compute-model", model_, one_of(compute_model_names()))->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
     return c;
   }

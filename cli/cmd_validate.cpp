@@ -1,5 +1,6 @@
 // dtsim validate: predicted against measured iteration times (study/validate.hpp).
 #include "cli/command.hpp"
+#include "compute/compute_model.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "sim/framework.hpp"
@@ -15,7 +16,7 @@ class ValidateCommand : public Command {
     c->add_option("--measured", measured_, "Measured-run JSON file or folder of them (repeatable)")->required();
     c->add_option("--framework", opt_.framework,
                   "Framework profile (configs/frameworks: " + join_names(framework_presets()) + ") or JSON file; default: each run's own framework");
-    c->add_option("--compute-model", opt_.compute_model, "Kernel times: auto, mlp, roofline")->capture_default_str();
+    c->add_option("--compute-model", opt_.compute_model, "Kernel times: " + join_names(compute_model_names()))->capture_default_str();
     c->add_option("--algo", opt_.algo, "All-reduce algorithm")->capture_default_str();
     c->add_flag("--layers", layers_, "Also print per-layer measured and predicted times (table format)");
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();

@@ -9,7 +9,7 @@ CSV, JSON); the zoo sweep of bench/ (BM_ZooSweep: 13 models x batches 1..128 x G
 its verdict); `kernel` on every --kernel-stride'th row of the committed kernel data (JSON and
 table, auto and roofline); `collective` 4 B..1 GiB for every op, algorithm and GPU count;
 `predict` under every strategy; `grid`; `roofline`; `models`; `strategies`; `calibrate`; a small
-`plan`. Each command's stdout, stderr and exit status go to one file under OUT, so a changed
+`plan`; every command's --help. Each command's stdout, stderr and exit status go to one file under OUT, so a changed
 message or exit code shows as well as a changed number. `compare` lists the files that differ and
 exits 1 if any do (issue 22: a restructuring must not move a single byte).
 """
@@ -146,6 +146,10 @@ def jobs(kernel_stride):
     out.append(("plan.json", ["plan", "--model", "resnet50", "--cluster", "h100-sxm,a100-sxm", "--gpus", "8..64:+8",
                               "--batch-per-gpu", "32,64", "--precision", "fp32,bf16", "--epochs", "1",
                               "--dataset-size", "1281167", "--format", "json"]))
+    out.append(("help.txt", ["--help-all"]))
+    for cmd in ["predict", "sweep", "plan", "strategies", "grid", "collective", "calibrate", "roofline", "kernel", "validate",
+                "models", "train-predictors"]:
+        out.append((f"help_{cmd}.txt", [cmd, "--help"]))
     out.append(("bad_input.txt", ["predict", "--model", "resnet50", "--gpus", "0", "--batch-per-gpu", "32"]))
     return out
 
@@ -155,7 +159,8 @@ def run_one(dtsim, out_dir, name, args):
     written = [a for a in args if a.startswith("{file}")]
     with tempfile.TemporaryDirectory() as tmp:
         run_args = [a.replace("{file}", os.path.join(tmp, "out")) for a in args]
-        p = subprocess.run([dtsim, *run_args], cwd=ROOT, capture_output=True)
+        # argv[0] "dtsim": help texts print it, and they must not depend on where the binary is.
+        p = subprocess.run(["dtsim", *run_args], executable=dtsim, cwd=ROOT, capture_output=True)
         files = b"".join(b"\n--- " + a.encode() + b"\n" + Path(a.replace("{file}", os.path.join(tmp, "out"))).read_bytes()
                          for a in written if os.path.exists(a.replace("{file}", os.path.join(tmp, "out"))))
     (out_dir / name).write_bytes(b"$ dtsim " + " ".join(args).encode() + b"\n" + p.stdout +
