@@ -39,13 +39,12 @@ struct CollectiveLibrary {
   ParameterServerSpec parameter_server;
 };
 
-struct FrameworkSpec {
-  std::string name;
+// What the program that drives training costs the host (and its own kernels cost the GPU): the part
+// of a cluster's framework section that a framework profile (configs/frameworks, sim/framework.hpp)
+// replaces.
+struct FrameworkHostCosts {
   double launch_overhead_s = 0;     // host time to issue one kernel
   double iteration_overhead_s = 0;  // fixed host time per iteration (loop, zero_grad, reducer)
-  int64_t first_bucket_bytes = 0;   // DDP: the first gradient bucket is smaller so it starts early
-  int64_t bucket_bytes = 0;
-  bool overlap = true;              // all-reduce buckets during the backward pass
   // Where the framework runs its own kernel instead of the measured library one (PyTorch's native
   // bf16 batchnorm and pooling): predictor key ("batchnorm/fwd/bf16", "pool/bwd/fp32/max") -> time ratio.
   std::map<std::string, double> kernel_time_factors;
@@ -55,6 +54,15 @@ struct FrameworkSpec {
   // DDP without gradient_as_bucket_view: each parameter's gradient is copied into its bucket and
   // scaled by 1/world on the compute stream as it becomes ready (the harness reduces in place).
   bool ddp_gradient_copy = false;
+};
+
+// A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the
+// cluster's (or the run's) whatever profile prices the host.
+struct FrameworkSpec : FrameworkHostCosts {
+  std::string name;
+  int64_t first_bucket_bytes = 0;   // DDP: the first gradient bucket is smaller so it starts early
+  int64_t bucket_bytes = 0;
+  bool overlap = true;              // all-reduce buckets during the backward pass
 };
 
 // The most nodes a cluster may have, in a cluster file or as a study gives it (--cluster-nodes, a

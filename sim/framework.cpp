@@ -83,11 +83,7 @@ FrameworkProfile load_framework(const std::string& name_or_path) {
 
 ClusterSpec apply_framework(ClusterSpec c, const FrameworkProfile& f) {
   c.framework.name = f.name;
-  c.framework.launch_overhead_s = f.launch_overhead_s;
-  c.framework.iteration_overhead_s = f.iteration_overhead_s;
-  c.framework.kernel_time_factors = f.kernel_time_factors;
-  c.framework.host_cost_s = f.host_cost_s;
-  c.framework.ddp_gradient_copy = f.ddp_gradient_copy;
+  static_cast<FrameworkHostCosts&>(c.framework) = f;
   return c;
 }
 

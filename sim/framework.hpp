@@ -11,14 +11,9 @@
 
 namespace dtsim {
 
-struct FrameworkProfile {
+struct FrameworkProfile : FrameworkHostCosts {
   std::string name;
   std::string file;
-  double launch_overhead_s = 0;
-  double iteration_overhead_s = 0;
-  std::map<std::string, double> kernel_time_factors;  // FrameworkSpec::kernel_time_factors
-  std::map<std::string, double> host_cost_s;          // FrameworkSpec::host_cost_s
-  bool ddp_gradient_copy = false;                     // FrameworkSpec::ddp_gradient_copy
 };
 
 // A profile name (configs/frameworks/NAME.json) or a path to a .json file; strict reading,
