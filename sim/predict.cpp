@@ -15,15 +15,19 @@ static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k,
 }
 
 // A strategy parameter given to a strategy that does not read it is a mistake worth naming.
-static void check_strategy_params(const std::string& strategy, const StrategyParams& sp) {
-  const bool easgd = strategy == "easgd-sync" || strategy == "easgd-async" || strategy == "measgd-async" || strategy == "hogwild-easgd";
-  const std::pair<bool, std::pair<const char*, bool>> uses[] = {
-      {sp.global_skip != 0, {"--global-skip", strategy == "daso"}}, {sp.batches_to_wait != -1, {"--batches-to-wait", strategy == "daso"}},
-      {sp.tau != 0, {"--tau", easgd || strategy == "local-sgd"}},                              {sp.servers != 0, {"--servers", strategy == "ps"}},
-      {sp.pr != 0, {"--pr", strategy == "grid"}},                   {sp.pc != 0, {"--pc", strategy == "grid"}},
-      {sp.domain, {"--domain", strategy == "grid"}}};
-  for (const auto& [given, flag] : uses)
-    if (given && !flag.second) throw InputError(flag.first, "does not apply to --strategy " + strategy);
+// A parameter given (not at its default) that the strategy does not read is an input error.
+static void check_strategy_params(const Strategy& strategy, const StrategyParams& sp) {
+  const StrategyParams own = strategy.own_params(sp), unset;
+  const std::pair<bool, const char*> misplaced[] = {
+      {sp.global_skip != unset.global_skip && own.global_skip != sp.global_skip, "--global-skip"},
+      {sp.batches_to_wait != unset.batches_to_wait && own.batches_to_wait != sp.batches_to_wait, "--batches-to-wait"},
+      {sp.tau != unset.tau && own.tau != sp.tau, "--tau"},
+      {sp.servers != unset.servers && own.servers != sp.servers, "--servers"},
+      {sp.pr != unset.pr && own.pr != sp.pr, "--pr"},
+      {sp.pc != unset.pc && own.pc != sp.pc, "--pc"},
+      {sp.domain != unset.domain && own.domain != sp.domain, "--domain"}};
+  for (const auto& [wrong, flag] : misplaced)
+    if (wrong) throw InputError(flag, "does not apply to --strategy " + strategy.name());
 }
 
 namespace {
@@ -261,7 +265,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   if (!compute) compute = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, c), 4);
   auto algo = make_collective_algorithm(cfg.algo);
   auto strategy = make_strategy(cfg.strategy);
-  check_strategy_params(strategy->name(), cfg.strategy_params);
+  check_strategy_params(*strategy, cfg.strategy_params);
   const IterationKernels kernels = lower_iteration(g, cfg.batch_per_gpu, cfg.precision);
   const Stepper stepper(g, kernels, cfg, *algo, *strategy, where);
 

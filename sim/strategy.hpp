@@ -79,6 +79,12 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
   virtual std::string trade_off() const = 0;  // what it gives up, in plain words
+  // The parameters it reads, taken from `given`; every other one at its default. Each strategy
+  // declares its own, so that which flags apply to which strategy is written once.
+  virtual StrategyParams own_params(const StrategyParams& given) const {
+    (void)given;
+    return {};
+  }
   virtual StrategyOutcome predict(const StrategyContext& ctx) const = 0;
 };
 

@@ -149,17 +149,9 @@ ClusterSpec plan_cluster(const PlanSpec& s, size_t ci, const WhatIf& w, std::opt
   return derived_cluster(base_cluster(s, ci), w, bucket_mb);
 }
 
-// The strategy parameters `strategy` reads (as sim/predict.cpp's check_strategy_params), the
-// others reset: a plan's list of strategies shares one set of parameters.
-StrategyParams params_for(const std::string& strategy, const StrategyParams& given) {
-  const bool easgd = strategy == "easgd-sync" || strategy == "easgd-async" || strategy == "measgd-async" || strategy == "hogwild-easgd";
-  StrategyParams p;
-  if (strategy == "daso") p.global_skip = given.global_skip, p.batches_to_wait = given.batches_to_wait;
-  if (easgd || strategy == "local-sgd") p.tau = given.tau;
-  if (strategy == "ps") p.servers = given.servers;
-  if (strategy == "grid") p.pr = given.pr, p.pc = given.pc, p.domain = given.domain;
-  return p;
-}
+// The strategy parameters `strategy` reads, the others reset: a plan's list of strategies shares one
+// set of parameters.
+StrategyParams params_for(const std::string& strategy, const StrategyParams& given) { return make_strategy(strategy)->own_params(given); }
 
 TrainingConfig plan_training(const PlanSpec& s, int64_t gpus, int64_t batch, Precision p, const std::string& algo, const std::string& strategy) {
   TrainingConfig cfg;
@@ -170,7 +162,7 @@ TrainingConfig plan_training(const PlanSpec& s, int64_t gpus, int64_t batch, Pre
   cfg.compute_model = s.compute_model;
   cfg.overlap = s.overlap;
   cfg.strategy = strategy;
-  cfg.strategy_params = params_for(make_strategy(strategy)->name(), s.strategy_params);
+  cfg.strategy_params = params_for(strategy, s.strategy_params);
   return cfg;
 }
 

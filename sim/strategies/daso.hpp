@@ -13,6 +13,12 @@ class DasoStrategy : public Strategy {
  public:
   std::string name() const override { return "daso"; }
   std::string trade_off() const override;
+  StrategyParams own_params(const StrategyParams& given) const override {
+    StrategyParams p;
+    p.global_skip = given.global_skip;
+    p.batches_to_wait = given.batches_to_wait;
+    return p;
+  }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 };
 

@@ -21,6 +21,11 @@ class DataParallelStrategy : public Strategy {
   explicit DataParallelStrategy(Kind k) : kind_(k) {}
   std::string name() const override;
   std::string trade_off() const override;
+  StrategyParams own_params(const StrategyParams& given) const override {
+    StrategyParams p;
+    if (kind_ == ParameterServer) p.servers = given.servers;  // the other kinds take none
+    return p;
+  }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 
  private:

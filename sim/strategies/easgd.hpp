@@ -33,6 +33,11 @@ class EasgdStrategy : public Strategy {
   explicit EasgdStrategy(Kind k) : kind_(k) {}
   std::string name() const override;
   std::string trade_off() const override;
+  StrategyParams own_params(const StrategyParams& given) const override {
+    StrategyParams p;
+    p.tau = given.tau;
+    return p;
+  }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 
  private:

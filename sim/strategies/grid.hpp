@@ -43,6 +43,13 @@ class GridStrategy : public Strategy {
  public:
   std::string name() const override { return "grid"; }
   std::string trade_off() const override;
+  StrategyParams own_params(const StrategyParams& given) const override {
+    StrategyParams p;
+    p.pr = given.pr;
+    p.pc = given.pc;
+    p.domain = given.domain;
+    return p;
+  }
   // The global batch is batch_per_gpu x P; --pr/--pc pick the grid, else the best one.
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 };

@@ -16,6 +16,11 @@ class LocalSgdStrategy : public Strategy {
  public:
   std::string name() const override { return "local-sgd"; }
   std::string trade_off() const override;
+  StrategyParams own_params(const StrategyParams& given) const override {
+    StrategyParams p;
+    p.tau = given.tau;
+    return p;
+  }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 };
 
