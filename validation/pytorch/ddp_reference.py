@@ -8,6 +8,13 @@ strict FP32 matmuls) or bf16 autocast (fp32 master weights, fp32 gradient all-re
 measured-run JSON ("dtsim-measured-run/1", framework "pytorch", see validation/README.md) per
 configuration: <out>/<model>_b<batch>_<gpus>gpu_<precision>.json.
 
+Ways of running beyond eager NCHW SGD (dtsim's issue "What users run"), each a list whose every
+combination runs: --memory-formats contiguous,channels_last (model and input in torch.channels_last),
+--optimizers sgd,adamw,adam (torch.optim's default foreach implementations), --executions
+eager,compile,compile-cuda-graphs (torch.compile of the DDP module, default mode or
+mode="reduce-overhead"). A run in any of these beyond the default writes "execution", "memory_format"
+and "optimizer" and adds them to its file name, e.g. resnet50_b64_1gpu_bf16_channels_last_adamw.json.
+
 usage: python3 validation/pytorch/ddp_reference.py --out DIR --gpus 2 \
            --configs "resnet50:16,32,64 densenet121:8" --precisions fp32,bf16 [--iters 25 --warmup 5]
 """
@@ -127,15 +134,41 @@ def host_probe_us(device, n=400, blocks=5):
     return out
 
 
-def run_config(rank, world, name, batch, prec, a):
+OPTIMIZERS = {
+    "sgd": ("sgd_momentum", "torch.optim.SGD (foreach default)"),
+    "adamw": ("adamw", "torch.optim.AdamW (foreach default)"),
+    "adam": ("adam", "torch.optim.Adam (foreach default)"),
+}
+
+
+def make_optimizer(kind, params, a):
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=a.lr, momentum=0.9, weight_decay=1e-4), {"momentum": 0.9, "weight_decay": 1e-4, "lr": a.lr}
+    if kind == "adamw":  # PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, weight decay 0.01
+        return torch.optim.AdamW(params, lr=1e-3), {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.01}
+    return torch.optim.Adam(params, lr=1e-3), {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0}
+
+
+def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "eager")):
+    memory_format, optimizer, execution = mode
     device = torch.device("cuda", 0 if world == 1 else rank)
     size = INPUT.get(name, 224)
     kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
     model = getattr(torchvision.models, name)(num_classes=1000, **kw).to(device)
+    cl = memory_format == "channels_last"
+    if cl:
+        model = model.to(memory_format=torch.channels_last)
     ddp = DDP(model, device_ids=[device.index])
-    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.9, weight_decay=1e-4)
+    opt, opt_settings = make_optimizer(optimizer, ddp.parameters(), a)
+    step_model = ddp
+    if execution == "compile":
+        step_model = torch.compile(ddp)
+    elif execution == "compile-cuda-graphs":
+        step_model = torch.compile(ddp, mode="reduce-overhead")
     crit = torch.nn.CrossEntropyLoss()
     xs, ys = make_batches(batch, size, 1000, rank, a.nbatches, device, torch.float32)
+    if cl:
+        xs = [x.contiguous(memory_format=torch.channels_last) for x in xs]
     bf16 = prec == "bf16"
     fp16 = prec == "fp16"  # autocast float16 with GradScaler, as PyTorch's AMP recipe
     scaler = torch.amp.GradScaler("cuda", enabled=fp16)
@@ -166,7 +199,7 @@ def run_config(rank, world, name, batch, prec, a):
         x, y = xs[it % a.nbatches], ys[it % a.nbatches]
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16 if fp16 else torch.bfloat16, enabled=bf16 or fp16):
-            out = ddp(x)
+            out = step_model(x)
             loss = crit(out, y)
         ev[4 * it + 1].record()
         scaler.scale(loss).backward()
@@ -221,13 +254,12 @@ def run_config(rank, world, name, batch, prec, a):
                                  "(scale, unscale + inf check in step, update); fp32 parameters, gradients and "
                                  "all-reduce" if fp16 else
                                  "fp32; PyTorch defaults: TF32 allowed for cuDNN convolutions, not for matmuls"),
-            "optimizer": {"name": "sgd_momentum", "lr": a.lr, "momentum": 0.9, "weight_decay": 1e-4,
-                          "impl": "torch.optim.SGD (foreach default)"},
+            "optimizer": dict({"name": OPTIMIZERS[optimizer][0], "impl": OPTIMIZERS[optimizer][1]}, **opt_settings),
             "ddp": {"bucket_bytes": 25 * 1048576, "first_bucket_bytes": 1048576, "overlap": True,
                     "broadcast_buffers": True, "gradient_as_bucket_view": False, "parameters": nparams,
                     "allreduce": "DDP defaults (NCCL backend, allreduce of gradient buckets, divided by world size)"},
             "conv_api": "pytorch (cudnn.benchmark=True)",
-            "layout": "NCHW",
+            "layout": "NHWC (torch.channels_last)" if cl else "NCHW",
             "iterations": {"warmup": a.warmup, "measured": a.iters, "settle_s_after_warmup": a.settle_s},
             "iteration_time_s": {"median": sig4(med), "min": sig4(min(slow)), "max": sig4(max(slow)),
                                  "p10": sig4(pct(slow, 0.1)), "p90": sig4(pct(slow, 0.9)),
@@ -261,13 +293,19 @@ def run_config(rank, world, name, batch, prec, a):
             "config_wall_s": sig4(time.time() - t0),
             "host_sync_every_step": a.sync_every_step,
         }
+        if mode != ("contiguous", "sgd", "eager"):
+            res["execution"] = {"memory_format": memory_format, "optimizer": optimizer, "execution": execution,
+                                "torch_compile": {"compile": "torch.compile(ddp)",
+                                                  "compile-cuda-graphs": "torch.compile(ddp, mode='reduce-overhead')"}
+                                .get(execution, "none (eager)")}
         if a.host_probe:
             res["host_probe_us"] = {"before": probe_before, "after": probe_after,
                                     "method": "validation/pytorch/ddp_reference.py host_probe_us: host time per op "
                                               "(median of 5 blocks of 400) of a 1-element add_ and of a 1x8x8x8 "
                                               "3x3 conv2d, rank 0, before (after the settle wait) and after the "
                                               "measured iterations"}
-    del ddp, model, opt, xs, ys, out, loss, losses
+    del ddp, step_model, model, opt, xs, ys, out, loss, losses
+    torch._dynamo.reset()
     torch.cuda.empty_cache()
     return res
 
@@ -281,16 +319,19 @@ def worker(rank, world, a, port):
                             device_id=torch.device("cuda", 0 if world == 1 else rank))
     prov = provenance(torch.cuda.device_count()) if rank == 0 else None
     configs = []
+    modes = [(f, o, e) for f in a.memory_formats.split(",") for o in a.optimizers.split(",") for e in a.executions.split(",")]
     for item in a.configs.split():
         name, bs = item.split(":")
         for b in bs.split(","):
             for prec in a.precisions.split(","):
-                configs.append((name, int(b), prec))
-    for done_before, (name, batch, prec) in enumerate(configs):
-        tag = f"{name}_b{batch}_{world}gpu_{prec}"
+                for mode in modes:
+                    configs.append((name, int(b), prec, mode))
+    for done_before, (name, batch, prec, mode) in enumerate(configs):
+        suffix = "".join("_" + m for m, default in zip(mode, ("contiguous", "sgd", "eager")) if m != default)
+        tag = f"{name}_b{batch}_{world}gpu_{prec}{suffix}"
         err = None
         try:
-            res = run_config(rank, world, name, batch, prec, a)
+            res = run_config(rank, world, name, batch, prec, a, mode)
         except torch.cuda.OutOfMemoryError as e:  # deterministic: every rank gets it
             err = "no_memory: " + str(e).splitlines()[0]
             res = None
@@ -321,6 +362,9 @@ def main():
     ap.add_argument("--gpus", type=int, default=1)
     ap.add_argument("--configs", default="resnet50:32")
     ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--memory-formats", default="contiguous", help="contiguous, channels_last (comma-separated)")
+    ap.add_argument("--optimizers", default="sgd", help="sgd, adamw, adam (comma-separated)")
+    ap.add_argument("--executions", default="eager", help="eager, compile, compile-cuda-graphs (comma-separated)")
     ap.add_argument("--iters", type=int, default=25)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--nbatches", type=int, default=4)
@@ -335,6 +379,12 @@ def main():
     ap.add_argument("--sync-every-step", action="store_true",
                     help="torch.cuda.synchronize() after each optimizer step (the host never runs ahead)")
     a = ap.parse_args()
+    for flag, value, known in [("--memory-formats", a.memory_formats, {"contiguous", "channels_last"}),
+                               ("--optimizers", a.optimizers, set(OPTIMIZERS)),
+                               ("--executions", a.executions, {"eager", "compile", "compile-cuda-graphs"})]:
+        for v in value.split(","):
+            if v not in known:
+                ap.error(f"{flag}: unknown '{v}' (known: {', '.join(sorted(known))})")
     if a.iters < 20:
         print("note: fewer than 20 timed iterations", file=sys.stderr)
     os.makedirs(a.out, exist_ok=True)
