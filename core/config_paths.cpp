@@ -1,12 +1,23 @@
 #include "core/config_paths.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 namespace dtsim {
 
 std::string config_dir() {
   if (const char* env = std::getenv("DTSIM_CONFIG_DIR"); env && *env) return env;
   return DTSIM_SOURCE_CONFIG_DIR;
+}
+
+std::vector<std::string> config_presets(const std::string& folder) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(config_dir() + "/" + folder, ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace dtsim

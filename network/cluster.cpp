@@ -101,14 +101,7 @@ ClusterSpec parse_cluster(const Json& doc, const std::string& what) {
   return c;
 }
 
-std::vector<std::string> cluster_presets() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(config_dir() + "/clusters", ec))
-    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> cluster_presets() { return config_presets("clusters"); }
 
 std::string cluster_path(const std::string& name_or_path) {
   std::string path = name_or_path;

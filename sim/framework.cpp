@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/config_paths.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/output.hpp"
@@ -58,14 +59,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   return f;
 }
 
-std::vector<std::string> framework_presets() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(config_dir() + "/frameworks", ec))
-    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> framework_presets() { return config_presets("frameworks"); }
 
 FrameworkProfile load_framework(const std::string& name_or_path) {
   std::string path = name_or_path;

@@ -163,14 +163,7 @@ static bool looks_like_path(const std::string& s) {
   return s.find('/') != std::string::npos || ends_with(s, ".json") || ends_with(s, ".onnx");
 }
 
-std::vector<std::string> zoo_models() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(config_dir() + "/models", ec))
-    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> zoo_models() { return config_presets("models"); }
 
 bool is_onnx_path(const std::string& name_or_path) { return ends_with(name_or_path, ".onnx"); }
 
