@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "hardware/gpu_spec.hpp"
+#include "network/collective.hpp"
+#include "sim/strategy.hpp"
 
 using namespace dtsim;
 
@@ -63,4 +65,13 @@ TEST_CASE("compute models are registered from their impl/ files, in the order us
     CHECK(e.where() == "--compute-model");
     CHECK(std::string(e.what()).find("(auto, mlp, roofline)") != std::string::npos);
   }
+}
+
+TEST_CASE("collective algorithms and strategies are registered from their impl/ files, in the order users know") {
+  CHECK(collective_algorithm_names() == std::vector<std::string>{"auto", "nccl-ring", "nccl-tree", "ring", "tree", "recursive-doubling",
+                                                                 "rabenseifner", "hierarchical", "mpi", "ps"});
+  for (const auto& e : CollectiveAlgorithmRegistry::get().entries()) CHECK_FALSE(e.help.empty());
+  CHECK(strategy_names() == std::vector<std::string>{"dp", "hierarchical", "daso", "easgd-sync", "easgd-async", "measgd-async",
+                                                     "hogwild-easgd", "ps", "grid", "hierarchical-leader", "local-sgd"});
+  for (const auto& e : StrategyRegistry::get().entries()) CHECK_FALSE(e.help.empty());
 }
