@@ -20,4 +20,17 @@ std::vector<std::string> config_presets(const std::string& folder) {
   return names;
 }
 
+std::optional<std::string> config_preset_file(const std::string& folder, const std::string& name) {
+  const std::string path = config_dir() + "/" + folder + "/" + name + ".json";
+  std::error_code ec;  // a name too long for a file name is unknown, not a filesystem_error
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  return path;
+}
+
+std::string config_preset_list(const std::string& folder) {
+  std::string known;
+  for (const auto& n : config_presets(folder)) known += (known.empty() ? "" : ", ") + n;
+  return known;
+}
+
 }  // namespace dtsim

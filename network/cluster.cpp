@@ -107,13 +107,11 @@ std::string cluster_path(const std::string& name_or_path) {
   std::string path = name_or_path;
   if (name_or_path.find('/') == std::string::npos &&
       !(name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0)) {
-    path = config_dir() + "/clusters/" + name_or_path + ".json";
-    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
-    if (!fs::exists(path, ec)) {
-      std::string known;
-      for (const auto& n : cluster_presets()) known += (known.empty() ? "" : ", ") + n;
-      throw InputError("--cluster", "unknown cluster '" + name_or_path + "' (presets: " + known + "; or give a path to a .json file)");
-    }
+    const auto preset = config_preset_file("clusters", name_or_path);
+    if (!preset)
+      throw InputError("--cluster", "unknown cluster '" + name_or_path + "' (presets: " + config_preset_list("clusters") +
+                                        "; or give a path to a .json file)");
+    path = *preset;
   }
   return path;
 }

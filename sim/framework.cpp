@@ -64,13 +64,10 @@ std::vector<std::string> framework_presets() { return config_presets("frameworks
 FrameworkProfile load_framework(const std::string& name_or_path) {
   std::string path = name_or_path;
   if (path.find('/') == std::string::npos && (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)) {
-    path = config_dir() + "/frameworks/" + name_or_path + ".json";
-    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
-    if (!fs::exists(path, ec)) {
-      std::string known;
-      for (const auto& n : framework_presets()) known += (known.empty() ? "" : ", ") + n;
-      throw InputError("--framework", "unknown framework profile '" + name_or_path + "' (known: " + known + ")");
-    }
+    const auto preset = config_preset_file("frameworks", name_or_path);
+    if (!preset)
+      throw InputError("--framework", "unknown framework profile '" + name_or_path + "' (known: " + config_preset_list("frameworks") + ")");
+    path = *preset;
   }
   return parse_framework(load_json_file(path), path);
 }

@@ -37,4 +37,17 @@ double rails_allreduce_s(double bytes, const Placement& where, const ClusterSpec
   return algo.time_s(CollectiveOp::AllReduce, bytes / g, one_per_node_placement(where), shared);
 }
 
+StrategyParams tau_only(const StrategyParams& given) {
+  StrategyParams p;
+  p.tau = given.tau;
+  return p;
+}
+
+int tau_or_default(const StrategyParams& given, const std::string& section) {
+  if (given.tau < 0) throw InputError("--tau", "must be >= 1");
+  const int tau = given.tau > 0 ? given.tau : static_cast<int>(strategy_default(section, "tau"));
+  if (tau < 1) throw InputError("configs/strategies.json", "$." + section + ".tau must be >= 1");
+  return tau;
+}
+
 }  // namespace dtsim

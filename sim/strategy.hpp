@@ -101,6 +101,12 @@ const Json& strategy_defaults();
 // The strategy's default for `key` in configs/strategies.json (InputError if it is missing).
 double strategy_default(const std::string& strategy, const std::string& key);
 
+// The parameters of a strategy that reads only tau (the EASGD family, local SGD).
+StrategyParams tau_only(const StrategyParams& given);
+// tau as given, else configs/strategies.json's default for `section`; InputError where either is
+// below 1.
+int tau_or_default(const StrategyParams& given, const std::string& section);
+
 // The all-reduce among nodes of the hierarchical schemes (hardware/placement.hpp): g groups (one per local rank) of one GPU per node,
 // each all-reducing bytes / g while sharing the node's network g ways; 0 on one node.
 double rails_allreduce_s(double bytes, const Placement& where, const ClusterSpec& c, const CollectiveAlgorithm& algo);

@@ -171,13 +171,11 @@ Graph load_model(const std::string& name_or_path, const ModelLoadOptions& option
   if (is_onnx_path(name_or_path)) return import_onnx(name_or_path, options);
   std::string path = name_or_path;
   if (!looks_like_path(name_or_path)) {
-    path = config_dir() + "/models/" + name_or_path + ".json";
-    std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
-    if (!fs::exists(path, ec)) {
-      std::string known;
-      for (const auto& n : zoo_models()) known += (known.empty() ? "" : ", ") + n;
-      throw InputError("--model", "unknown model '" + name_or_path + "' (built-in: " + known + "; or give a path to a .json or .onnx file)");
-    }
+    const auto preset = config_preset_file("models", name_or_path);
+    if (!preset)
+      throw InputError("--model", "unknown model '" + name_or_path + "' (built-in: " + config_preset_list("models") +
+                                      "; or give a path to a .json or .onnx file)");
+    path = *preset;
   }
   return parse_model(load_json_file(path), path);
 }

@@ -50,9 +50,7 @@ std::string EasgdStrategy::trade_off() const {
 }
 
 StrategyOutcome EasgdStrategy::predict(const StrategyContext& ctx) const {
-  if (ctx.params.tau < 0) throw InputError("--tau", "must be >= 1");
-  const int tau = ctx.params.tau > 0 ? ctx.params.tau : static_cast<int>(strategy_default("easgd", "tau"));
-  if (tau < 1) throw InputError("configs/strategies.json", "$.easgd.tau must be >= 1");
+  const int tau = tau_or_default(ctx.params, "easgd");
 
   // Each worker's own step: no gradient all-reduce (the elastic update is one more elementwise pass
   // over the parameters, left out).

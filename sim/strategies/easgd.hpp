@@ -33,11 +33,7 @@ class EasgdStrategy : public Strategy {
   explicit EasgdStrategy(Kind k) : kind_(k) {}
   std::string name() const override;
   std::string trade_off() const override;
-  StrategyParams own_params(const StrategyParams& given) const override {
-    StrategyParams p;
-    p.tau = given.tau;
-    return p;
-  }
+  StrategyParams own_params(const StrategyParams& given) const override { return tau_only(given); }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 
  private:

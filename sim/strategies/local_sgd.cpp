@@ -12,9 +12,7 @@ std::string LocalSgdStrategy::trade_off() const {
 }
 
 StrategyOutcome LocalSgdStrategy::predict(const StrategyContext& ctx) const {
-  if (ctx.params.tau < 0) throw InputError("--tau", "must be >= 1");
-  const int tau = ctx.params.tau > 0 ? ctx.params.tau : static_cast<int>(strategy_default("local-sgd", "tau"));
-  if (tau < 1) throw InputError("configs/strategies.json", "$.local-sgd.tau must be >= 1");
+  const int tau = tau_or_default(ctx.params, "local-sgd");
   const IterationTimeline local = ctx.single_gpu(ctx.batch_per_gpu);
   const double t_c = local.iteration_s;
   const double n = 4.0 * static_cast<double>(ctx.g.params());  // FP32 master parameters

@@ -16,11 +16,7 @@ class LocalSgdStrategy : public Strategy {
  public:
   std::string name() const override { return "local-sgd"; }
   std::string trade_off() const override;
-  StrategyParams own_params(const StrategyParams& given) const override {
-    StrategyParams p;
-    p.tau = given.tau;
-    return p;
-  }
+  StrategyParams own_params(const StrategyParams& given) const override { return tau_only(given); }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
 };
 

@@ -509,26 +509,17 @@ class Importer {
       fail_at(n, why + "; dtsim costs " + list + "; pass --allow-unknown-ops to cost it by roofline from its tensor sizes");
     }
     unknown_[n.op_type()].push_back(node_name(n));
-    Layer l;
-    l.op = Op::Eltwise;
-    l.source_op = n.op_type();
-    l.roofline_only = true;
-    l.extra_params = trainable_elements(n);
-    int k = 0;
-    for (int o = 0; o < n.output_size(); ++o) {
-      if (n.output(o).empty() || !consumers_[n.output(o)]) continue;
-      l.given_out = per_sample(n, n.output(o));
-      add(n, l, acts, n.output(o), l.given_out, k++ ? ":" + std::to_string(o) : "");
-      l.extra_params = 0;
-    }
+    eltwise(n, acts, /*roofline_only=*/true);
   }
 
   // An operator dtsim knows but costs only by the bytes it moves (transpose, softmax, broadcasting
   // arithmetic): one layer per used output.
-  void eltwise(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+  // roofline_only: an operator dtsim does not know, priced by the roofline alone.
+  void eltwise(const onnx::NodeProto& n, const std::vector<std::string>& acts, bool roofline_only = false) {
     Layer l;
     l.op = Op::Eltwise;
     l.source_op = n.op_type();
+    l.roofline_only = roofline_only;
     l.extra_params = trainable_elements(n);
     int k = 0;
     for (int o = 0; o < n.output_size(); ++o) {
