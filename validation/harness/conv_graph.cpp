@@ -36,9 +36,15 @@ struct BD {
 };
 using BDP = std::shared_ptr<BD>;
 
-BDP tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t t) {
+BDP tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t t, bool nhwc) {
   auto d = std::make_shared<BD>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  int64_t dims[4] = {n, c, h, w}, strides[4] = {c * h * w, h * w, w, 1}, align = 16;
+  int64_t dims[4] = {n, c, h, w}, align = 16;
+  int64_t strides[4] = {c * h * w, h * w, w, 1};
+  if (nhwc) {  // torch.channels_last: channels innermost
+    strides[1] = 1;
+    strides[2] = w * c;
+    strides[3] = c;
+  }
   d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t);
   d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
   d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
@@ -75,9 +81,9 @@ struct Picked {
 Picked pick_plan(cudnnHandle_t h, const std::string& pass, const ConvGeom& c, cudnnDataType_t dtype, void* x, void* w,
                  void* y, void* workspace, size_t workspace_bytes, int max_plans, cudaStream_t stream) {
   // uids: 1 = x (dx for bwd_data), 2 = w (dw for bwd_filter), 3 = y (dy for the backward passes)
-  auto tx = tensor(1, c.N, c.C, c.H, c.W, dtype);
-  auto tw = tensor(2, c.K, c.C / c.g, c.R, c.S, dtype);  // groups: filter channels = C / groups
-  auto ty = tensor(3, c.N, c.K, c.P, c.Q, dtype);
+  auto tx = tensor(1, c.N, c.C, c.H, c.W, dtype, c.nhwc);
+  auto tw = tensor(2, c.K, c.C / c.g, c.R, c.S, dtype, c.nhwc);  // groups: filter channels = C / groups
+  auto ty = tensor(3, c.N, c.K, c.P, c.Q, dtype, c.nhwc);
   auto conv = std::make_shared<BD>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   {
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;

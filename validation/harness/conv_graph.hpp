@@ -17,6 +17,9 @@ namespace dh {
 
 struct ConvGeom {
   int N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, g, P, Q;
+  // NHWC strides (PyTorch's torch.channels_last) on x, w and y instead of NCHW; the dimensions stay
+  // N, C, H, W as cuDNN's graph API takes them.
+  bool nhwc = false;
 };
 
 // One engine configuration the autotuner considered, in the order it was tried.

@@ -188,6 +188,7 @@ struct Ctx {
   bool verbose = false;
   std::string conv_api = "legacy";  // legacy: cudnnFind*AlgorithmEx; graph: backend API, plans benchmarked
   int graph_max_plans = 10;
+  bool conv_nhwc = false;  // --conv-layout nhwc: graph-API convolutions on channels_last strides
   // --log-engines: every engine configuration the graph API's autotuner timed, one row each
   // (conv2d_engines.csv), beside the fastest one's row in conv2d.csv.
   std::unique_ptr<Csv> engines;
@@ -286,7 +287,7 @@ struct Ctx {
             Stats s;
             if (conv_api == "graph") {
               ConvGeom geo{it.N, it.C, it.H, it.W, it.K, it.R, it.S, it.sh, it.sw, it.ph, it.pw, it.dh, it.dw, it.g,
-                           h, wd};
+                           h, wd, conv_nhwc};
               void* gx = pass == "bwd_data" ? pdx : px;
               void* gw = pass == "bwd_filter" ? pdw : pw;
               GraphPlanChoice ch;
@@ -294,7 +295,7 @@ struct Ctx {
                                          stream, &ch);
               Stats gs = time_on_gpu(stream, run, tcfg);
               cells.insert(cells.end(), {ch.name, "graph_tried_" + std::to_string(ch.tried), I(ch.workspace)});
-              row("conv2d", cells, "cudnn_graph_autotune", gs, it.source);
+              row("conv2d", cells, conv_nhwc ? "cudnn_graph_autotune_nhwc" : "cudnn_graph_autotune", gs, it.source);
               if (engines)
                 for (size_t r = 0; r < ch.candidates.size(); ++r) {
                   const GraphCandidate& e = ch.candidates[r];
@@ -775,6 +776,10 @@ int run_kernels(const Args& a) {
   c.conv_api = a.str("conv-api", "legacy");
   if (c.conv_api != "legacy" && c.conv_api != "graph") throw Error("--conv-api: legacy or graph");
   c.graph_max_plans = static_cast<int>(a.integer("graph-max-plans", 10));
+  const std::string conv_layout = a.str("conv-layout", "nchw");
+  if (conv_layout != "nchw" && conv_layout != "nhwc") throw Error("--conv-layout: nchw or nhwc");
+  if (conv_layout == "nhwc" && c.conv_api != "graph") throw Error("--conv-layout nhwc needs --conv-api graph");
+  c.conv_nhwc = conv_layout == "nhwc";
   const bool log_engines = a.has("log-engines");
   // Budget shares of the kinds run before conv2d, which gets whatever is left.
   std::map<std::string, double> share = {{"gemm", 0.10},      {"batchnorm", 0.06}, {"activation", 0.025},
@@ -821,7 +826,9 @@ int run_kernels(const Args& a) {
             "INSTANT then FALLBACK, at most " + std::to_string(c.graph_max_plans) + " that finalize and fit the " +
             std::to_string(c.conv_ws_bytes >> 20) + " MiB workspace, each timed (best of 3 after one warm-up), "
             "fastest kept; algo column = eng<global engine index>";
-  prov["layout"] = "NCHW (PyTorch default memory format)";
+  prov["layout"] = c.conv_nhwc ? "convolutions NHWC (torch.channels_last strides on x, w and y; impl "
+                                 "cudnn_graph_autotune_nhwc); other kernels NCHW"
+                               : "NCHW (PyTorch default memory format)";
   prov["timing"] = {{"method", "CUDA events around each repeat, back-to-back on one stream, after warm-up; a spin "
                                 "kernel queued ahead so host launch latency is hidden; L2 not flushed"},
                     {"warmup", c.tcfg.warmup},
