@@ -80,6 +80,11 @@ class ShapeRecorder(TorchDispatchMode):
                 n, c, h, w = x.shape
                 self.add("pool", "avg" if pkt is aten.avg_pool2d else "max", n, c, h, w, kr[0], kr[1], st[0], pd[0],
                          y.shape[2], y.shape[3])
+        elif "batch_norm" in pkt.__name__ and x is not None and x.dim() == 4:
+            self.add("batchnorm", "bn", *x.shape)
+        elif pkt in (aten.add, aten.add_) and len(args) > 1 and isinstance(args[1], torch.Tensor) \
+                and args[1].shape == x.shape and x.dim() == 4:
+            self.add("add", "add", *x.shape)
         elif pkt in (aten.relu, aten.relu_):
             self.add("activation", "relu", *(list(x.shape) + [1, 1, 1])[:4])
         elif pkt in (aten.hardtanh, aten.hardtanh_):
@@ -100,10 +105,26 @@ def shapes_of(name, batch, device):
     return rec.rows
 
 
-def op_fns(r, dt, device):
+def op_fns(r, dt, device, fmt=torch.contiguous_format):
     """(pass, fn) pairs timing the row's forward and backward kernels."""
     n, c, h, w = r["N"], r["C"], r["H"], r["W"]
-    x = torch.randn(n, c, h, w, device=device, dtype=dt)
+    x = torch.randn(n, c, h, w, device=device, dtype=dt).contiguous(memory_format=fmt)
+    if r["op"] == "batchnorm":
+        # Training batchnorm as autocast runs it: activations in dt, FP32 weight, bias and running
+        # statistics; the backward pass computes dx, dweight and dbias. F.batch_norm picks cuDNN or
+        # PyTorch's native kernels as the training step does.
+        wt = torch.ones(c, device=device, requires_grad=True)
+        bs = torch.zeros(c, device=device, requires_grad=True)
+        rm, rv = torch.zeros(c, device=device), torch.ones(c, device=device)
+        xg = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            y = torch.nn.functional.batch_norm(xg, rm, rv, wt, bs, training=True)
+        gy = torch.randn_like(y)
+        return [("fwd", lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, training=True)),
+                ("bwd", lambda: torch.autograd.grad(y, (xg, wt, bs), gy, retain_graph=True))]
+    if r["op"] == "add":  # a residual add, and autograd's accumulation of a gradient that fans out
+        z = torch.randn_like(x)
+        return [("fwd", lambda: torch.add(x, z)), ("bwd", lambda: x.add_(z))]
     if r["op"] == "bias":
         b = torch.randn(c, device=device, dtype=dt).view(1, c, 1, 1)
         return [("fwd", lambda: x.add_(b)), ("bwd", lambda: x.sum((0, 2, 3)))]
@@ -129,6 +150,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default=MODELS)
     ap.add_argument("--batches", default="16,32,64,128,256")
+    ap.add_argument("--memory-format", default="contiguous", choices=["contiguous", "channels_last"],
+                    help="the tensors' layout (torch.channels_last for NHWC); the CSV's layout column says which")
+    ap.add_argument("--ops", default="bias,pool,activation,batchnorm,add", help="which ops to time")
     ap.add_argument("--budget-s", type=float, default=400, help="stop timing (rows so far are kept) after this long")
     a = ap.parse_args()
     device = torch.device("cuda", 0)
@@ -139,11 +163,13 @@ def main():
         for b in (int(v) for v in a.batches.split(",")):
             for r in shapes_of(name, b, device):
                 key = tuple(r[k] for k in ("op", "variant", "N", "C", "H", "W", "R", "stride", "pad"))
-                if key not in seen:
+                if key not in seen and r["op"] in a.ops.split(","):
                     seen.add(key)
                     rows.append(r)
     print(f"{len(rows)} distinct shapes from {a.models} at batches {a.batches} ({time.time() - t0:.0f} s)", flush=True)
-    fields = ["op", "pass", "math_mode", "variant", "N", "C", "H", "W", "R", "S", "stride", "pad", "P", "Q", "elements",
+    fmt = torch.channels_last if a.memory_format == "channels_last" else torch.contiguous_format
+    layout = "nhwc" if a.memory_format == "channels_last" else "nchw"
+    fields = ["op", "pass", "math_mode", "variant", "layout", "N", "C", "H", "W", "R", "S", "stride", "pad", "P", "Q", "elements",
               "time_median_s", "time_min_s", "source"]
     done = 0
     tmp = a.out + ".part"
@@ -156,10 +182,10 @@ def main():
                 break
             for math, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
                 try:
-                    for pas, fn in op_fns(r, dt, device):
+                    for pas, fn in op_fns(r, dt, device, fmt):
                         with torch.no_grad():
                             med, mn = timeit(fn)
-                        w.writerow({**r, "pass": pas, "math_mode": math, "time_median_s": f"{med:.4g}", "time_min_s": f"{mn:.4g}"})
+                        w.writerow({**r, "pass": pas, "layout": layout, "math_mode": math, "time_median_s": f"{med:.4g}", "time_min_s": f"{mn:.4g}"})
                 except (torch.OutOfMemoryError, RuntimeError) as e:
                     print(f"skipped {r}: {str(e)[:100]}", flush=True)
                 torch.cuda.empty_cache()
@@ -167,7 +193,7 @@ def main():
     os.replace(tmp, a.out)
     prov = {
         "what": "validation/pytorch/op_times.py: PyTorch's own kernels timed alone on the validated models' shapes",
-        "models": a.models, "batches": a.batches, "shapes_timed": done, "shapes_found": len(rows),
+        "models": a.models, "batches": a.batches, "memory_format": a.memory_format, "ops": a.ops, "shapes_timed": done, "shapes_found": len(rows),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": os.environ.get("DTSIM_GIT_COMMIT", "unknown"),
         "torch": torch.__version__, "torchvision": torchvision.__version__, "cuda": torch.version.cuda,
