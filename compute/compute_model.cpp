@@ -9,7 +9,7 @@ namespace dtsim {
 
 static bool same_kernel(const KernelDesc& a, const KernelDesc& b) {
   return a.kind == b.kind && a.pass == b.pass && a.math == b.math && a.layer == b.layer && a.shape == b.shape && a.flops == b.flops &&
-         a.bytes == b.bytes && (a.variant == b.variant || std::strcmp(a.variant, b.variant) == 0);
+         a.bytes == b.bytes && a.format == b.format && (a.variant == b.variant || std::strcmp(a.variant, b.variant) == 0);
 }
 
 void RememberingComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const {

@@ -13,7 +13,8 @@ namespace dtsim {
 // measures; "" when a kernel runs in a mode without data (TF32 matmuls, strict FP32 convolutions).
 std::string dataset_math(const KernelDesc& k);
 
-// "conv2d/fwd/fp32", "pool/bwd/bf16/max"; "" when no dataset can cover the kernel.
+// "conv2d/fwd/fp32", "pool/bwd/bf16/max", "conv2d/fwd/bf16/nhwc" (channels_last convolutions); ""
+// when no dataset can cover the kernel.
 std::string predictor_key(const KernelDesc& k);
 
 }  // namespace dtsim

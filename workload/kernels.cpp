@@ -43,6 +43,14 @@ const char* pass_name(Pass p) {
   return "?";
 }
 
+const char* memory_format_name(MemoryFormat f) { return f == MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"; }
+
+std::optional<MemoryFormat> parse_memory_format(const std::string& name) {
+  if (name == "contiguous") return MemoryFormat::Contiguous;
+  if (name == "channels_last") return MemoryFormat::ChannelsLast;
+  return std::nullopt;
+}
+
 std::optional<KernelKind> parse_kind(const std::string& name) {
   for (int i = 0; i < kKernelKinds; ++i)
     if (name == kind_name(static_cast<KernelKind>(i))) return static_cast<KernelKind>(i);

@@ -38,6 +38,14 @@ MathMode math_mode_for(KernelKind kind, Precision p);
 //   activation, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
 //   eltwise: read written (elements read from all inputs, elements written to all outputs)
 constexpr int kMaxShapeFields = 14;
+
+// The activations' memory format, in PyTorch's words: contiguous (NCHW) or channels_last (NHWC).
+// cuDNN runs NHWC convolution kernels either way; under contiguous tensors it adds transposes around
+// them (torch.profiler, resnet50 b128 bf16 on one H100: 6.7 ms of nchwToNhwc/nhwcToNchw kernels per
+// step), and PyTorch's batchnorm, pooling and elementwise kernels differ per format.
+enum class MemoryFormat { Contiguous, ChannelsLast };
+const char* memory_format_name(MemoryFormat f);  // contiguous, channels_last
+std::optional<MemoryFormat> parse_memory_format(const std::string& name);
 const std::vector<const char*>& kernel_shape_fields(KernelKind k);
 
 struct KernelDesc {
@@ -51,6 +59,9 @@ struct KernelDesc {
   const char* variant = "";
   double flops = 0;
   double bytes = 0;
+  // The tensors' layout; only 4-D activation kernels (convolutions, batchnorm, pooling and the
+  // elementwise kernels over them) are ever channels_last.
+  MemoryFormat format = MemoryFormat::Contiguous;
 };
 
 // A program-lifetime copy of a variant name (thread-safe), for KernelDesc::variant.
