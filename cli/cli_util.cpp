@@ -30,6 +30,12 @@ void TrainingFlags::add_to(CLI::App* c) {
   c->add_option("--cluster", cluster, "Cluster preset name or JSON file")->capture_default_str();
   c->add_option("--precision", precision, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)")
       ->capture_default_str();
+  c->add_option("--memory-format", memory_format, "Activation layout, PyTorch's names: contiguous (NCHW) or channels_last (NHWC)")->capture_default_str();
+  c->add_option("--optimizer", optimizer, "torch.optim optimizer (foreach): sgd (momentum), adamw, adam")->capture_default_str();
+  c->add_option("--execution", execution,
+                "How the step is issued: eager, cuda-graphs (the whole step captured), compile (torch.compile: Inductor fuses "
+                "memory-bound kernels), compile-cuda-graphs (torch.compile mode=\"reduce-overhead\")")
+      ->capture_default_str();
   c->add_option("--algo", algo, "All-reduce algorithm: " + join_names(collective_algorithm_names()) + " (auto: NCCL's choice per bucket)")
       ->capture_default_str();
   c->add_option("--compute-model", compute_model, "Kernel times: auto (measured MLP predictors where shipped, else roofline), mlp, roofline")

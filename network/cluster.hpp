@@ -48,6 +48,13 @@ struct FrameworkHostCosts {
   // Where the framework runs its own kernel instead of the measured library one (PyTorch's native
   // bf16 batchnorm and pooling): predictor key ("batchnorm/fwd/bf16", "pool/bwd/fp32/max") -> time ratio.
   std::map<std::string, double> kernel_time_factors;
+  // The same for kernels over channels_last (NHWC) tensors, which PyTorch runs with other kernels
+  // (batchnorm, pooling, elementwise); a key missing here takes no factor, never the NCHW one.
+  std::map<std::string, double> channels_last_kernel_time_factors;
+  // Optimizers run as multi-tensor passes (torch.optim's foreach implementations): optimizer name
+  // (sgd, adamw, adam) -> bytes their passes move per parameter. An Adam update is priced as the SGD
+  // update of the same parameters times the ratio of these bytes (sim/predict.cpp).
+  std::map<std::string, double> optimizer_bytes_per_param;
   // Measured host time per kernel by key (sim/schedule.hpp framework_kernel_key); kernels
   // without an entry cost launch_overhead_s.
   std::map<std::string, double> host_cost_s;

@@ -37,6 +37,9 @@ Json prediction_summary_json(const Prediction& p) {
       {"batch_per_gpu", p.batch_per_gpu},
       {"global_batch", p.batch_per_gpu * p.gpus},
       {"precision", p.precision},
+      {"memory_format", memory_format_name(p.mode.memory_format)},
+      {"optimizer", optimizer_name(p.mode.optimizer)},
+      {"execution", execution_name(p.mode.execution)},
       {"compute_model", p.compute_model},
       {"compute_model_note", p.compute_note},
       {"algo", p.algo},
@@ -107,7 +110,7 @@ std::vector<std::string> prediction_columns(bool human) {
   if (human)
     return {"model", "gpus", "nodes", "batch/gpu", "iteration", "samples/s", "compute", "comm", "exposed", "host idle", "efficiency", "bottleneck"};
   return {"model", "cluster", "gpus", "nodes", "batch_per_gpu", "precision", "iteration_s", "throughput_samples_per_s", "compute_s", "comm_s",
-          "exposed_comm_s", "host_idle_s", "optimizer_s", "scaling_efficiency", "bottleneck"};
+          "exposed_comm_s", "host_idle_s", "optimizer_s", "scaling_efficiency", "bottleneck", "memory_format", "optimizer", "execution"};
 }
 
 // Throughput: whole numbers once past a thousand, four significant digits below.
@@ -126,15 +129,20 @@ std::vector<std::string> prediction_row(const Prediction& p, bool human) {
             fmt_time(p.host_idle_s), pct(p.scaling_efficiency), p.bottleneck};
   return {p.model, p.cluster, std::to_string(p.gpus), std::to_string(p.nodes), std::to_string(p.batch_per_gpu), p.precision,
           fmt_sig(p.iteration_s, 6), fmt_sig(p.throughput_samples_per_s, 6), fmt_sig(p.compute_s, 6), fmt_sig(p.comm_s, 6),
-          fmt_sig(p.exposed_comm_s, 6), fmt_sig(p.host_idle_s, 6), fmt_sig(p.optimizer_s, 6), fmt_sig(p.scaling_efficiency, 6), p.bottleneck};
+          fmt_sig(p.exposed_comm_s, 6), fmt_sig(p.host_idle_s, 6), fmt_sig(p.optimizer_s, 6), fmt_sig(p.scaling_efficiency, 6), p.bottleneck,
+          memory_format_name(p.mode.memory_format), optimizer_name(p.mode.optimizer), execution_name(p.mode.execution)};
+}
+
+std::string step_mode_text(const StepMode& m) {
+  return std::string(memory_format_name(m.memory_format)) + " tensors, " + optimizer_name(m.optimizer) + ", " + execution_name(m.execution);
 }
 
 std::string prediction_text(const Prediction& p, bool with_layers) {
   std::string s;
   char b[256];
-  std::snprintf(b, sizeof b, "%s on %s: %lld GPU(s) on %lld node(s), batch %lld per GPU (global %lld), %s\n", p.model.c_str(), p.cluster.c_str(),
+  std::snprintf(b, sizeof b, "%s on %s: %lld GPU(s) on %lld node(s), batch %lld per GPU (global %lld), %s, %s\n", p.model.c_str(), p.cluster.c_str(),
                 static_cast<long long>(p.gpus), static_cast<long long>(p.nodes), static_cast<long long>(p.batch_per_gpu),
-                static_cast<long long>(p.batch_per_gpu * p.gpus), p.precision.c_str());
+                static_cast<long long>(p.batch_per_gpu * p.gpus), p.precision.c_str(), step_mode_text(p.mode).c_str());
   s += b;
   Table t;
   t.header = {"quantity", "value", "note"};

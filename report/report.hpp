@@ -22,6 +22,8 @@ std::vector<std::string> prediction_row(const Prediction& p, bool human);
 // The share of the GPU time that measured predictors priced outside their training range, and per
 // kernel kind what priced it (measured predictors, the roofline), in words.
 double extrapolated_share(const Prediction& p);
+// "channels_last tensors, adamw, compile-cuda-graphs": what the prediction priced beside its size and precision.
+std::string step_mode_text(const StepMode& m);
 std::string priced_by_text(const Prediction& p);
 
 // The multi-line account `dtsim predict` prints.

@@ -44,6 +44,14 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   o.str_or("description", "");
   f.kernel_time_factors = key_table(o, "kernel_time_factors", 2, "a predictor key kind/pass/math[/variant]", "time ratio",
                                     0, true, 100, "must be a number in (0, 100]");
+  f.channels_last_kernel_time_factors = key_table(o, "channels_last_kernel_time_factors", 2, "a predictor key kind/pass/math[/variant]",
+                                                  "time ratio", 0, true, 100, "must be a number in (0, 100]");
+  if (o.has("optimizer_bytes_per_param")) {
+    JsonObject ob = o.object("optimizer_bytes_per_param");
+    for (const char* name : {"sgd", "adamw", "adam"})
+      if (ob.has(name)) f.optimizer_bytes_per_param[name] = ob.number(name, 1, 1000);
+    ob.reject_unknown();
+  }
   f.host_cost_s = key_table(o, "host_cost_s", 1, "a kernel key kind/pass[/math[/variant]]", "seconds", 0, false, 1,
                             "must be a number of seconds in [0, 1]");
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);

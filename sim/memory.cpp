@@ -25,6 +25,12 @@ MemorySpec parse_memory_spec(const Json& doc, const std::string& what) {
   m.allocator_reserve_fraction = o.number("allocator_reserve_fraction", 0, 1);
   m.ddp_buckets_on_one_gpu = o.boolean_or("ddp_buckets_on_one_gpu", true);
   m.optimizer_step_temp_bytes_per_param = o.number_or("optimizer_step_temp_bytes_per_param", 0, 0, 64);
+  if (o.has("adam")) {
+    JsonObject adam = o.object("adam");
+    m.adam_state_bytes_per_param = adam.number("state_bytes_per_param", 0, 64);
+    m.adam_step_temp_bytes_per_param = adam.number("step_temp_bytes_per_param", 0, 64);
+    adam.reject_unknown();
+  }
   m.library_workspace_bytes = o.number_or("library_workspace_MiB", 0, 0, 1 << 20) * 1048576.0;
   m.input_batches_held = o.number_or("input_batches_held", 1, 0, 1 << 20);
   o.reject_unknown();
@@ -184,7 +190,8 @@ static SavedTensors saved_tensors(const Graph& g, int64_t batch, Precision p) {
 double saved_activation_bytes(const Graph& g, int64_t batch, Precision p) { return saved_tensors(g, batch, p).total; }
 
 MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu, const MemorySpec& spec,
-                     double input_batches_held) {
+                     double input_batches_held, Optimizer optimizer) {
+  const bool adam = optimizer != Optimizer::Sgd;
   MemoryFit m;
   const int L = static_cast<int>(g.layers.size());
   const double n = static_cast<double>(batch);
@@ -193,7 +200,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
   if (input_batches_held < 0) input_batches_held = spec.input_batches_held;
   m.weights_bytes = params * 4;
   m.gradients_bytes = params * 4;
-  m.optimizer_bytes = params * spec.optimizer_state_bytes_per_param;
+  m.optimizer_bytes = params * (adam ? spec.adam_state_bytes_per_param : spec.optimizer_state_bytes_per_param);
   const SavedTensors st = saved_tensors(g, batch, p);
   m.activations_bytes = st.total - st.input_bytes;  // the batch itself is counted as input data
   // Input data: FP32 samples and int64 labels, for every batch the training loop keeps on the GPU.
@@ -206,7 +213,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
 
   // Optimizer step: all gradients, plus foreach SGD's temporaries (weight decay: grads + wd * params
   // into a new list).
-  m.step_temp_bytes = params * spec.optimizer_step_temp_bytes_per_param;
+  m.step_temp_bytes = params * (adam ? spec.adam_step_temp_bytes_per_param : spec.optimizer_step_temp_bytes_per_param);
   m.step_peak_bytes = base + m.gradients_bytes + m.step_temp_bytes;
 
   // Forward and backward: every saved tensor is alive at the end of the forward pass; the backward

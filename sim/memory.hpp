@@ -4,7 +4,7 @@
 //   parameters          FP32 weights (plus, under autocast, the 16-bit copies of conv/linear weights
 //                       that the forward pass casts and the backward pass keeps)
 //   gradients           FP32, one per parameter
-//   optimizer state     per parameter, from configs/memory/pytorch.json (SGD momentum: 4 bytes)
+//   optimizer state     per parameter, from configs/memory/pytorch.json (SGD momentum: 4 bytes; Adam: 8)
 //   activations         the tensors autograd saves for the backward pass at this batch size; a
 //                       tensor saved by several layers (or aliased by an in-place ReLU) counts once
 //   input data          the batches (FP32 samples, int64 labels) the training loop holds on the GPU
@@ -45,6 +45,10 @@ struct MemorySpec {
   double allocator_reserve_fraction = 0;
   bool ddp_buckets_on_one_gpu = true;
   double optimizer_step_temp_bytes_per_param = 0;
+  // Adam and AdamW (the file's "adam" object): their state and step temporaries per parameter; the
+  // two fields above are SGD's.
+  double adam_state_bytes_per_param = 8;
+  double adam_step_temp_bytes_per_param = 4;
   double library_workspace_bytes = 0;
   double input_batches_held = 1;
 };
@@ -83,7 +87,8 @@ double saved_activation_bytes(const Graph& g, int64_t batch, Precision p);
 
 // input_batches_held < 0: the spec's input_batches_held (a measured run may say how many it kept).
 MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu,
-                     const MemorySpec& spec = default_memory_spec(), double input_batches_held = -1);
+                     const MemorySpec& spec = default_memory_spec(), double input_batches_held = -1,
+                     Optimizer optimizer = Optimizer::Sgd);
 
 Json memory_json(const MemoryFit& m);
 // "23.4 GB of 80 GB (29%), fits" or "95.1 GB of 80 GB: does NOT fit (activations 70.3 GB)".

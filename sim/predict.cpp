@@ -1,6 +1,7 @@
 #include "sim/predict.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.hpp"
 #include "sim/strategies/data_parallel.hpp"
@@ -9,7 +10,7 @@ namespace dtsim {
 
 static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k, const ClusterSpec& c, const TrainingConfig& cfg,
                                       const ComputeModel& compute, const CollectiveAlgorithm& algo, const Placement& place) {
-  const ScheduleOptions opt = schedule_options(c.framework, cfg.overlap.value_or(c.framework.overlap), cfg.record_kernels);
+  const ScheduleOptions opt = schedule_options(c.framework, cfg.overlap.value_or(c.framework.overlap), cfg.record_kernels, cfg.mode.execution);
   auto allreduce = [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, place, c); };
   return simulate_iteration(g, k, compute, allreduce, opt);
 }
@@ -42,19 +43,46 @@ class FrameworkKernels : public ComputeModel {
     return inner_->note() + "; " + fw_.name + "'s own kernels: " + std::to_string(fw_.kernel_time_factors.size()) + " kinds scaled by measured ratios";
   }
   KernelTime time(const KernelDesc& k) const override {
+    if (auto sgd = sgd_equivalent(k)) return scaled(*sgd, k);
     KernelTime t = inner_->time(k);
     t.seconds *= factor(k);
     return t;
   }
   void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override {
     inner_->times(ks, out);
-    for (size_t i = 0; i < ks.size(); ++i) out[i].seconds *= factor(ks[i]);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (auto sgd = sgd_equivalent(ks[i])) out[i] = scaled(*sgd, ks[i]);
+      else out[i].seconds *= factor(ks[i]);
+    }
   }
 
  private:
   // The most specific key first (sim/schedule.hpp): an elementwise kernel's variant and a pooling
-  // window have keys of their own, as PyTorch runs its own kernels for them.
-  double factor(const KernelDesc& k) const { return framework_table_value(k, fw_.kernel_time_factors, 1.0); }
+  // window have keys of their own, as PyTorch runs its own kernels for them. channels_last kernels
+  // read their own table.
+  double factor(const KernelDesc& k) const {
+    const auto& table = k.format == MemoryFormat::ChannelsLast ? fw_.channels_last_kernel_time_factors : fw_.kernel_time_factors;
+    return framework_table_value(k, table, 1.0);
+  }
+  // An Adam update where the framework runs its optimizers as multi-tensor passes: the SGD update of
+  // the same parameters, which measured factors price as the framework runs it, scaled by the ratio
+  // of the passes' bytes (FrameworkHostCosts::optimizer_bytes_per_param). So Adam costs what SGD
+  // costs on the same model, times the extra traffic, and never less.
+  std::optional<KernelDesc> sgd_equivalent(const KernelDesc& k) const {
+    if (k.kind != KernelKind::AdamUpdate) return std::nullopt;
+    const auto& bytes = fw_.optimizer_bytes_per_param;
+    if (!bytes.count("sgd") || !bytes.count(k.variant)) return std::nullopt;
+    KernelDesc sgd = k;
+    sgd.kind = KernelKind::SgdUpdate;
+    sgd.variant = "";
+    set_cost(sgd);
+    return sgd;
+  }
+  KernelTime scaled(const KernelDesc& sgd, const KernelDesc& adam) const {
+    KernelTime t = inner_->time(sgd);
+    t.seconds *= factor(sgd) * fw_.optimizer_bytes_per_param.at(adam.variant) / fw_.optimizer_bytes_per_param.at("sgd");
+    return t;
+  }
   std::unique_ptr<ComputeModel> inner_;
   FrameworkSpec fw_;
 };
@@ -63,14 +91,30 @@ class FrameworkKernels : public ComputeModel {
 
 std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c) {
   auto m = make_compute_model(name, c.gpu);
-  if (c.framework.kernel_time_factors.empty()) return m;
-  return std::make_unique<FrameworkKernels>(std::move(m), c.framework);
+  const FrameworkSpec& f = c.framework;
+  if (f.kernel_time_factors.empty() && f.channels_last_kernel_time_factors.empty() && f.optimizer_bytes_per_param.empty()) return m;
+  return std::make_unique<FrameworkKernels>(std::move(m), f);
+}
+
+StepMode parse_step_mode(const StepModeNames& names) {
+  StepMode m;
+  const auto format = parse_memory_format(names.memory_format);
+  if (!format) throw InputError("--memory-format", "must be contiguous or channels_last, got '" + names.memory_format + "'");
+  const auto optimizer = parse_optimizer(names.optimizer);
+  if (!optimizer) throw InputError("--optimizer", "must be sgd, adamw or adam, got '" + names.optimizer + "'");
+  const auto execution = parse_execution(names.execution);
+  if (!execution) throw InputError("--execution", "must be eager, cuda-graphs, compile or compile-cuda-graphs, got '" + names.execution + "'");
+  m.memory_format = *format;
+  m.optimizer = *optimizer;
+  m.execution = *execution;
+  return m;
 }
 
 TrainingConfig training_config(const RunSpec& run) {
   TrainingConfig cfg;
   static_cast<TrainingSettings&>(cfg) = run;
   cfg.precision = parse_precision(run.precision);
+  cfg.mode = parse_step_mode(run);
   return cfg;
 }
 
@@ -79,7 +123,7 @@ IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const Tr
   auto algo = make_collective_algorithm(cfg.algo);
   TrainingConfig one = cfg;
   one.record_kernels = false;
-  return run_schedule(g, lower_iteration(g, batch, cfg.precision), c, one, *compute, *algo, place(c, 1));
+  return run_schedule(g, lower_iteration(g, batch, cfg.precision, cfg.mode), c, one, *compute, *algo, place(c, 1));
 }
 
 const char* resource_name(Resource r) {
@@ -148,13 +192,13 @@ class Stepper {
   StrategyOutcome strategy_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
     const bool overlap = cfg_.overlap.value_or(c.framework.overlap);
     auto simulate = [&](const std::function<double(double)>& bucket_s) {
-      return simulate_iteration(g_, kernels_, compute, bucket_s, schedule_options(c.framework, overlap, record));
+      return simulate_iteration(g_, kernels_, compute, bucket_s, schedule_options(c.framework, overlap, record, cfg_.mode.execution));
     };
     TrainingConfig quiet = cfg_;
     quiet.record_kernels = false;
     auto single = [&](int64_t batch) {
       if (batch == cfg_.batch_per_gpu) return run_schedule(g_, kernels_, c, quiet, compute, algo_, place(c, 1));
-      return run_schedule(g_, lower_iteration(g_, batch, cfg_.precision), c, quiet, compute, algo_, place(c, 1));
+      return run_schedule(g_, lower_iteration(g_, batch, cfg_.precision, cfg_.mode), c, quiet, compute, algo_, place(c, 1));
     };
     StrategyContext ctx{g_, c, where_, cfg_.batch_per_gpu, cfg_.precision, compute, algo_, cfg_.strategy_params, simulate, single};
     return strategy_.predict(ctx);
@@ -266,7 +310,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   auto algo = make_collective_algorithm(cfg.algo);
   auto strategy = make_strategy(cfg.strategy);
   check_strategy_params(*strategy, cfg.strategy_params);
-  const IterationKernels kernels = lower_iteration(g, cfg.batch_per_gpu, cfg.precision);
+  const IterationKernels kernels = lower_iteration(g, cfg.batch_per_gpu, cfg.precision, cfg.mode);
   const Stepper stepper(g, kernels, cfg, *algo, *strategy, where);
 
   Prediction p;
@@ -274,6 +318,7 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   p.cluster = c.name;
   p.gpu = c.gpu.name;
   p.precision = precision_name(cfg.precision);
+  p.mode = cfg.mode;
   p.algo = algo->name();
   p.compute_model = compute->name();
   p.compute_note = compute->note();

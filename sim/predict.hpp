@@ -26,6 +26,7 @@ struct TrainingConfig : TrainingSettings {
   int64_t gpus = 1;
   int64_t batch_per_gpu = 1;
   Precision precision = Precision::FP32;
+  StepMode mode;  // memory format, optimizer, execution
   // A kernel-time model built once for many predictions on one cluster (run_sweep shares a
   // RememberingComputeModel across GPU counts); when null, predict builds one from compute_model.
   std::shared_ptr<const ComputeModel> compute;
@@ -38,9 +39,12 @@ struct TrainingConfig : TrainingSettings {
 // The configuration `run` names (one GPU, batch 1 until set): its settings, its precision parsed
 // (InputError("--precision")).
 TrainingConfig training_config(const RunSpec& run);
+// The names checked: InputError naming --memory-format, --optimizer or --execution.
+StepMode parse_step_mode(const StepModeNames& names);
 
 struct Prediction {
   std::string model, cluster, gpu, precision, algo, compute_model;
+  StepMode mode;  // what was priced: memory format, optimizer, execution
   std::string compute_note;  // what the kernel times come from, in one line
   int64_t gpus = 0, nodes = 0, batch_per_gpu = 0;
   bool overlap = true;

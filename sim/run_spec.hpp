@@ -19,9 +19,16 @@ struct TrainingSettings {
   StrategyParams strategy_params;
 };
 
+// How the step runs, by PyTorch's names: parse_step_mode (sim/predict.hpp) checks them.
+struct StepModeNames {
+  std::string memory_format = "contiguous";  // contiguous, channels_last
+  std::string optimizer = "sgd";             // sgd (momentum), adamw, adam
+  std::string execution = "eager";           // eager, cuda-graphs, compile, compile-cuda-graphs
+};
+
 // A run as the user names it: the cluster and the framework profile by preset name or file, the
 // precision by name. training_config() (sim/predict.hpp) resolves it into a TrainingConfig.
-struct RunSpec : TrainingSettings {
+struct RunSpec : TrainingSettings, StepModeNames {
   std::string cluster = "h100-sxm";   // preset name or JSON file
   std::string framework = "pytorch";  // host costs: configs/frameworks/NAME.json or a file
   std::string precision = "fp32";     // parse_precision's names

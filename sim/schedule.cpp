@@ -38,8 +38,17 @@ double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, do
   return table ? framework_table_value(k, *table, fallback_s) : fallback_s;
 }
 
-ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels) {
+bool graph_captured(const KernelDesc& k, Execution e) {
+  if (e == Execution::CudaGraphs) return true;
+  if (e != Execution::CompileCudaGraphs) return false;
+  const bool outside_module = k.pass == Pass::Update || k.kind == KernelKind::SoftmaxCE ||
+                              (k.kind == KernelKind::Eltwise && std::string(k.variant) == "ddp_gradient_copy");
+  return !outside_module;
+}
+
+ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels, Execution execution) {
   ScheduleOptions opt;
+  opt.execution = execution;
   opt.overlap = overlap;
   opt.first_bucket_bytes = f.first_bucket_bytes;
   opt.bucket_bytes = f.bucket_bytes;
@@ -101,7 +110,7 @@ class ComputeStream {
   // into communication the GPU waits for and time the host is behind. Returns the kernel's
   // duration and end.
   std::pair<double, double> issue(const KernelDesc& kd, const KernelTime& kt, double not_before) {
-    const double launch_s = framework_host_cost_s(kd, opt_.host_cost_s, opt_.launch_overhead_s);
+    const double launch_s = graph_captured(kd, opt_.execution) ? 0.0 : framework_host_cost_s(kd, opt_.host_cost_s, opt_.launch_overhead_s);
     host_s_ += launch_s;
     const double start = std::max({gpu_free_s_, host_s_, not_before});
     const double comm_wait = std::max(0.0, not_before - std::max(gpu_free_s_, host_s_));

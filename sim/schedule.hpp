@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <string>
 #include <vector>
 
 #include "workload/graph.hpp"
@@ -73,10 +72,18 @@ struct ScheduleOptions {
   bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
+  // CUDA graphs replay captured kernels without the host issuing each (host_captured()).
+  Execution execution = Execution::Eager;
 };
 
+// Whether the host issues kernel k itself (a host cost per kernel) or a CUDA graph replays it:
+// cuda-graphs captures the whole step; torch.compile(mode="reduce-overhead") captures the compiled
+// module's forward and backward, while the loss (computed outside the module), DDP's gradient copies
+// into its buckets and the optimizer step stay eager.
+bool graph_captured(const KernelDesc& k, Execution e);
+
 // The schedule's options as a framework runs it: its buckets, host costs and DDP's gradient copy.
-ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels);
+ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels, Execution execution = Execution::Eager);
 
 // A kernel's most specific key in a framework profile's tables (host_cost_s, kernel_time_factors):
 // "conv2d/fwd/bf16", "activation/bwd/fp32/relu", "eltwise/fwd/fp32/bias_add", "pool/bwd/bf16/max/k2s2p0".

@@ -71,7 +71,7 @@ StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
     r.p.timeline.kernels = {};
   }
   r.what_if = w;
-  r.memory = memory_fit(g, cfg.batch_per_gpu, cfg.precision, r.p.gpus, c.gpu);
+  r.memory = memory_fit(g, cfg.batch_per_gpu, cfg.precision, r.p.gpus, c.gpu, default_memory_spec(), -1, cfg.mode.optimizer);
   if (goal.active()) r.train = train_estimate(r.p, goal);
   describe_link(r, c);
   return r;

@@ -198,6 +198,22 @@ void parse_layers(JsonObject& o, const std::string& what, MeasuredRun& r) {
 }
 
 // The harness's other schemes (validation/harness/train.cu): which one ran and its parameters.
+// How the run was made beyond eager NCHW SGD (validation/pytorch/ddp_reference.py's "execution"):
+// memory format, optimizer and execution by PyTorch's names; absent: contiguous, sgd, eager.
+void parse_step_mode_of(JsonObject& o, MeasuredRun& r) {
+  if (!o.has("execution")) return;
+  JsonObject ex = o.object("execution");
+  r.mode.memory_format = ex.str("memory_format");
+  r.mode.optimizer = ex.str("optimizer");
+  r.mode.execution = ex.str("execution");
+  ex.str_or("torch_compile", "");
+  ex.reject_unknown();
+  if (!parse_memory_format(r.mode.memory_format)) ex.fail("memory_format", "must be contiguous or channels_last, got \"" + r.mode.memory_format + "\"");
+  if (!parse_optimizer(r.mode.optimizer)) ex.fail("optimizer", "must be sgd, adamw or adam, got \"" + r.mode.optimizer + "\"");
+  if (!parse_execution(r.mode.execution))
+    ex.fail("execution", "must be eager, cuda-graphs, compile or compile-cuda-graphs, got \"" + r.mode.execution + "\"");
+}
+
 void parse_strategy(JsonObject& o, MeasuredRun& r) {
   if (!o.has("strategy")) return;
   JsonObject st = o.object("strategy");
@@ -249,6 +265,7 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
   parse_memory(o, r);
   parse_layers(o, what, r);
   parse_strategy(o, r);
+  parse_step_mode_of(o, r);
   accept(o, {"source", "model_file", "torchvision_model", "nodes", "gpus_per_node", "precision_detail", "optimizer", "conv_api",
              "conv_algorithm_selection", "layout", "iterations", "iteration_timing", "throughput_samples_per_s", "breakdown_s",
              "layers_note", "allreduces", "checks", "autotune", "setup_s", "config_wall_s", "warmup_wall_s", "dataset",
@@ -305,6 +322,7 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
   cfg.batch_per_gpu = run.batch_per_gpu;
   cfg.precision = parse_precision(run.precision);
   cfg.overlap = run.overlap;
+  cfg.mode = parse_step_mode(run.mode);
   cfg.compute_model = opt.compute_model;
   cfg.algo = opt.algo;
   cfg.strategy = run.scheme;  // dp, hierarchical, hierarchical-leader, local-sgd: dtsim's strategies of the same names
@@ -319,7 +337,7 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
   row.predicted_exposed_comm_s = p.exposed_comm_s;
   row.bottleneck = p.bottleneck;
   if (run.peak_allocated_bytes > 0) {
-    const MemoryFit m = memory_fit(g, run.batch_per_gpu, cfg.precision, run.gpus, c.gpu, default_memory_spec(), run.input_batches);
+    const MemoryFit m = memory_fit(g, run.batch_per_gpu, cfg.precision, run.gpus, c.gpu, default_memory_spec(), run.input_batches, cfg.mode.optimizer);
     row.has_memory = true;
     row.predicted_peak_bytes = m.allocated_peak_bytes;
     row.predicted_peak_phase = m.peak_phase;
@@ -471,6 +489,9 @@ Json validation_json(const std::vector<ValidationRow>& rows) {
     j["gpus"] = r.run.gpus;
     j["batch_per_gpu"] = r.run.batch_per_gpu;
     j["precision"] = r.run.precision;
+    j["memory_format"] = r.run.mode.memory_format;
+    j["optimizer"] = r.run.mode.optimizer;
+    j["execution"] = r.run.mode.execution;
     j["overlap"] = r.run.overlap;
     j["measured_s"] = r.run.iteration_s;
     j["measured_p10_s"] = r.run.p10_s;

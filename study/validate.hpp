@@ -10,6 +10,7 @@
 
 #include "core/json_util.hpp"
 #include "network/cluster.hpp"
+#include "sim/run_spec.hpp"
 
 namespace dtsim {
 
@@ -40,6 +41,7 @@ struct MeasuredRun {
   // (strategy.step_time_s.period_mean_s).
   std::string scheme = "dp";
   int64_t group_size = 0, average_every = 0;
+  StepModeNames mode;  // "execution": memory format, optimizer, execution (checked names)
 };
 
 // The run's cluster with its nodes cut into nodes of `group_size` GPUs whose "network" is the same

@@ -27,6 +27,7 @@ const char* kind_name(KernelKind k) {
     case KernelKind::SoftmaxCE: return "softmax_ce";
     case KernelKind::SgdUpdate: return "sgd_update";
     case KernelKind::Eltwise: return "eltwise";
+    case KernelKind::AdamUpdate: return "adam_update";
   }
   return "?";
 }
@@ -48,6 +49,37 @@ const char* memory_format_name(MemoryFormat f) { return f == MemoryFormat::Chann
 std::optional<MemoryFormat> parse_memory_format(const std::string& name) {
   if (name == "contiguous") return MemoryFormat::Contiguous;
   if (name == "channels_last") return MemoryFormat::ChannelsLast;
+  return std::nullopt;
+}
+
+const char* optimizer_name(Optimizer o) {
+  switch (o) {
+    case Optimizer::Sgd: return "sgd";
+    case Optimizer::AdamW: return "adamw";
+    case Optimizer::Adam: return "adam";
+  }
+  return "?";
+}
+
+std::optional<Optimizer> parse_optimizer(const std::string& name) {
+  for (Optimizer o : {Optimizer::Sgd, Optimizer::AdamW, Optimizer::Adam})
+    if (name == optimizer_name(o)) return o;
+  return std::nullopt;
+}
+
+const char* execution_name(Execution e) {
+  switch (e) {
+    case Execution::Eager: return "eager";
+    case Execution::CudaGraphs: return "cuda-graphs";
+    case Execution::Compile: return "compile";
+    case Execution::CompileCudaGraphs: return "compile-cuda-graphs";
+  }
+  return "?";
+}
+
+std::optional<Execution> parse_execution(const std::string& name) {
+  for (Execution e : {Execution::Eager, Execution::CudaGraphs, Execution::Compile, Execution::CompileCudaGraphs})
+    if (name == execution_name(e)) return e;
   return std::nullopt;
 }
 
@@ -73,6 +105,7 @@ MathMode math_mode_for(KernelKind kind, Precision p) {
       return sixteen ? sixteen_mode : p == Precision::TF32 ? MathMode::TF32 : MathMode::FP32;
     case KernelKind::SoftmaxCE:  // autocast runs the loss in FP32
     case KernelKind::SgdUpdate:  // the optimizer updates the FP32 parameters
+    case KernelKind::AdamUpdate:
       return MathMode::FP32;
     default:  // memory-bound kernels, on CUDA cores in the activations' type
       return sixteen ? sixteen_mode : MathMode::FP32;
@@ -96,7 +129,8 @@ const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
     case KernelKind::Pool: return pool;
     case KernelKind::Add: return add;
     case KernelKind::SoftmaxCE: return ce;
-    case KernelKind::SgdUpdate: return params;
+    case KernelKind::SgdUpdate:
+    case KernelKind::AdamUpdate: return params;
     case KernelKind::Eltwise: return eltwise;
     default: return elems;
   }
@@ -171,6 +205,13 @@ void set_cost(KernelDesc& k) {
       k.flops = static_cast<double>(s[1]);
       k.bytes = static_cast<double>(s[0] + s[1]) * eb;
       break;
+    case KernelKind::AdamUpdate:
+      // Adam(W) on FP32 parameters, fused: read parameter, gradient and both moments, write parameter
+      // and moments. A framework that runs it as separate multi-tensor passes moves more
+      // (FrameworkHostCosts::optimizer_bytes_per_param).
+      k.flops = 12.0 * s[0];
+      k.bytes = 28.0 * s[0];
+      break;
   }
 }
 
@@ -180,6 +221,7 @@ struct Lowering {
   const Graph& g;
   int64_t n;  // batch
   Precision prec;
+  StepMode mode;
   IterationKernels out;
   std::vector<std::vector<KernelDesc>> pending_backward;
   std::vector<std::vector<KernelDesc>> grad_accum;
@@ -193,9 +235,23 @@ struct Lowering {
     return k;
   }
 
-  // A kernel in the math its kind runs in at the training precision.
+  // A layer over images (a spatial extent in or out): the layers whose tensors channels_last lays out
+  // as NHWC. Vectors (N x F, after the flatten) have one layout only.
+  bool over_images(int li) const {
+    const Layer& l = g.layers[li];
+    bool spatial = l.out.h * l.out.w > 1;
+    for (const Shape& x : l.in) spatial = spatial || x.h * x.w > 1;
+    return spatial;
+  }
+
+  // A kernel in the math its kind runs in at the training precision, on the activations' layout.
   KernelDesc kernel(KernelKind kind, Pass pass, int layer, std::initializer_list<int64_t> shape, const char* variant = "") const {
-    return make(kind, pass, math_mode_for(kind, prec), layer, shape, variant);
+    KernelDesc k = make(kind, pass, math_mode_for(kind, prec), layer, shape, variant);
+    const bool activation_kernel = kind != KernelKind::Gemm && kind != KernelKind::SoftmaxCE && kind != KernelKind::SgdUpdate &&
+                                   kind != KernelKind::AdamUpdate;
+    if (mode.memory_format == MemoryFormat::ChannelsLast && activation_kernel && layer >= 0 && over_images(layer))
+      k.format = MemoryFormat::ChannelsLast;
+    return k;
   }
 
   // cuDNN and cuBLAS leave the bias out (PyTorch 2.x: cudnn_convolution then output.add_(bias);
@@ -291,7 +347,10 @@ struct Lowering {
       case Op::Dropout: both_passes(KernelKind::Dropout, li, {in_el}, bw); break;
       case Op::Flatten:
       case Op::View:
-        break;  // a view
+        // A view, except of an NHWC image: flattening it to N x (C*H*W) in PyTorch's NCHW order needs
+        // a contiguous copy (.reshape copies), and its gradient is copied back.
+        if (mode.memory_format == MemoryFormat::ChannelsLast && x.h * x.w > 1) both_passes(KernelKind::Eltwise, li, {in_el, in_el}, bw, "channels_last_copy");
+        break;
       case Op::Mul: {
         // y = a * b (b possibly a C x 1 x 1 gate); backward reads dy, a and b and writes da and db
         // (the gate's gradient reduced over H x W in the same pass).
@@ -352,17 +411,21 @@ struct Lowering {
       out.update.push_back(make(KernelKind::Eltwise, Pass::Update, MathMode::FP32, L - 1, {all_params, all_params}, "amp_unscale"));
       out.update_host_sync_after = out.update.size();
     }
-    // One SGD-momentum kernel per layer's parameters.
-    for (int i = 0; i < L; ++i)
-      if (int64_t p = g.layers[i].params(); p > 0) out.update.push_back(kernel(KernelKind::SgdUpdate, Pass::Update, i, {p}));
+    // One optimizer kernel per layer's parameters: SGD with momentum, or foreach Adam's passes.
+    for (int i = 0; i < L; ++i) {
+      const int64_t p = g.layers[i].params();
+      if (p <= 0) continue;
+      if (mode.optimizer == Optimizer::Sgd) out.update.push_back(kernel(KernelKind::SgdUpdate, Pass::Update, i, {p}));
+      else out.update.push_back(kernel(KernelKind::AdamUpdate, Pass::Update, i, {p}, optimizer_name(mode.optimizer)));
+    }
     if (grad_scaler) out.update.push_back(make(KernelKind::Eltwise, Pass::Update, MathMode::FP32, L - 1, {1, 1}, "amp_update_scale"));
   }
 };
 
 }  // namespace
 
-IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p) {
-  Lowering low{g, batch, p, {}, {}, {}, {}};
+IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p, const StepMode& mode) {
+  Lowering low{g, batch, p, mode, {}, {}, {}, {}};
   low.run();
   return std::move(low.out);
 }

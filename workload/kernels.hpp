@@ -16,8 +16,8 @@ namespace dtsim {
 
 // Eltwise: what imported models need beyond these (a per-channel multiply, a transpose, an operator
 // dtsim does not know): a memory-bound kernel known only by the elements it reads and writes.
-enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise };
-constexpr int kKernelKinds = static_cast<int>(KernelKind::Eltwise) + 1;
+enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise, AdamUpdate };
+constexpr int kKernelKinds = static_cast<int>(KernelKind::AdamUpdate) + 1;
 enum class Pass { Fwd, BwdData, BwdFilter, BwdWeight, Bwd, Update };
 constexpr int kPasses = static_cast<int>(Pass::Update) + 1;
 // The names of kinds and passes, in the outputs and in every file and flag that names them.
@@ -37,6 +37,7 @@ MathMode math_mode_for(KernelKind kind, Precision p);
 //   pool: N C H W R S stride pad P Q (P, Q: output size)   add: elements inputs
 //   activation, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
 //   eltwise: read written (elements read from all inputs, elements written to all outputs)
+//   adam_update: params (variant adam or adamw)
 constexpr int kMaxShapeFields = 14;
 
 // The activations' memory format, in PyTorch's words: contiguous (NCHW) or channels_last (NHWC).
@@ -46,6 +47,29 @@ constexpr int kMaxShapeFields = 14;
 enum class MemoryFormat { Contiguous, ChannelsLast };
 const char* memory_format_name(MemoryFormat f);  // contiguous, channels_last
 std::optional<MemoryFormat> parse_memory_format(const std::string& name);
+
+// torch.optim's optimizers as dtsim prices them (their default foreach implementations): SGD with
+// momentum (and weight decay), AdamW, Adam.
+enum class Optimizer { Sgd, AdamW, Adam };
+const char* optimizer_name(Optimizer o);  // sgd, adamw, adam
+std::optional<Optimizer> parse_optimizer(const std::string& name);
+
+// How the step is issued (docs/training-modes.md): eager PyTorch; the step captured as CUDA graphs
+// (one graph launch instead of a host cost per kernel); torch.compile (Inductor fuses the chains of
+// batchnorm, activation and elementwise kernels between convolutions and matmuls); both, as
+// torch.compile(mode="reduce-overhead") runs it.
+enum class Execution { Eager, CudaGraphs, Compile, CompileCudaGraphs };
+const char* execution_name(Execution e);  // eager, cuda-graphs, compile, compile-cuda-graphs
+std::optional<Execution> parse_execution(const std::string& name);
+inline bool replays_graphs(Execution e) { return e == Execution::CudaGraphs || e == Execution::CompileCudaGraphs; }
+inline bool inductor_compiled(Execution e) { return e == Execution::Compile || e == Execution::CompileCudaGraphs; }
+
+// The ways of running one step beside its size and precision.
+struct StepMode {
+  MemoryFormat memory_format = MemoryFormat::Contiguous;
+  Optimizer optimizer = Optimizer::Sgd;
+  Execution execution = Execution::Eager;
+};
 const std::vector<const char*>& kernel_shape_fields(KernelKind k);
 
 struct KernelDesc {
@@ -84,6 +108,6 @@ struct IterationKernels {
   size_t update_host_sync_after = 0;
 };
 
-IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p);
+IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p, const StepMode& mode = {});
 
 }  // namespace dtsim
