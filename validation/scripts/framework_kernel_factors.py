@@ -32,7 +32,10 @@ from profile_io import set_profile_field
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", required=True, help="torch_compare folder (batchnorm.csv, pool.csv)")
+    ap.add_argument("--data", help="torch_compare folder (batchnorm.csv, pool.csv)")
+    ap.add_argument("--channels-last-op-times",
+                    help="op_times.py CSV measured with --memory-format channels_last: writes only the profile's "
+                         "channels_last_kernel_time_factors (see below)")
     ap.add_argument("--profile", required=True, help="framework profile JSON to update")
     ap.add_argument("--min-shapes", type=int, default=4)
     ap.add_argument("--sgd", action="append", default=[], help="PROFILE.txt:RUN.json (see above)")
@@ -43,6 +46,10 @@ def main():
                     help="only shapes whose harness kernel takes this long: PyTorch's single-op timings of "
                          "smaller ones include its host costs (some tiny pooling backwards read 100 us)")
     a = ap.parse_args()
+    if a.channels_last_op_times:
+        return channels_last_factors(a)
+    if not a.data:
+        ap.error("--data is required unless --channels-last-op-times is given")
     sums = collections.defaultdict(lambda: [0.0, 0.0, 0])
     for kind in ("batchnorm", "pool"):
         with open(os.path.join(a.data, kind + ".csv")) as f:
@@ -89,8 +96,34 @@ def main():
         print(f"{key:28s} {v:6.3f}  ({shapes[key]} shapes)")
 
 
+def channels_last_factors(a):
+    """channels_last_kernel_time_factors: PyTorch's kernels on channels_last tensors (op_times.py
+    --memory-format channels_last: batchnorm, residual add and gradient accumulation, bias, pooling,
+    activations) over dtsim's prediction of the same kernels (the harness's NCHW measurements), summed
+    per key over the shapes dtsim prices at --min-time-s or more. NHWC convolutions have measured
+    predictors of their own (conv2d/<pass>/<math>/nhwc) and take no factor."""
+    a.op_times = a.channels_last_op_times
+    factors, shapes = {}, {}
+    for key, (torch_s, dtsim_s, n) in sorted(op_time_sums(a).items()):
+        if n >= a.min_shapes:
+            factors[key] = round(torch_s / dtsim_s, 3)
+            shapes[key] = n
+    note = (f"{a.op_times}: PyTorch's kernels on channels_last tensors timed alone on the validated models' shapes over "
+            f"dtsim's prediction of the same kernels on {a.gpu} (the harness's NCHW measurements; predicted at least "
+            f"{a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes} shapes; "
+            f"validation/scripts/framework_kernel_factors.py --channels-last-op-times); shapes per key: {shapes}")
+    set_profile_field(a.profile, "channels_last_kernel_time_factors", factors, note)
+    for key, v in factors.items():
+        print(f"{key:28s} {v:6.3f}  ({shapes[key]} shapes)")
+
+
 def dtsim_kernel_args(r):
     """The `dtsim kernel` arguments pricing an op_times.py row as dtsim's lowering issues it."""
+    if r["op"] == "batchnorm":
+        shape = ",".join(f"{k}={r[k]}" for k in ("N", "C", "H", "W"))
+        return ["--kind", "batchnorm", "--pass", r["pass"], "--shape", shape]
+    if r["op"] == "add":  # forward sum of two tensors; backward: autograd's accumulation (add/bwd, 2 inputs)
+        return ["--kind", "add", "--pass", r["pass"], "--shape", f"elements={r['elements']},inputs=2"]
     if r["op"] == "bias":  # kernels.cpp bias_kernels: add reads the output and the bias; the gradient reduces to C
         el, c = int(r["elements"]), int(r["C"])
         if r["pass"] == "fwd":
@@ -113,7 +146,12 @@ def op_time_sums(a):
             if dtsim_s < a.min_time_s:
                 continue
             opt = dict(zip(args[::2], args[1::2]))  # the kernel as dtsim keys it: kind/pass/math/variant
-            keys = [f"{opt['--kind']}/{opt['--pass']}/{r['math_mode']}/{opt['--variant']}"]
+            if r["op"] == "add":  # compute/kernel_key.cpp: both passes of add share the forward's key
+                keys = [f"add/fwd/{r['math_mode']}"]
+            elif r["op"] == "batchnorm":
+                keys = [f"batchnorm/{r['pass']}/{r['math_mode']}"]
+            else:
+                keys = [f"{opt['--kind']}/{opt['--pass']}/{r['math_mode']}/{opt['--variant']}"]
             if r["op"] == "pool":  # sim/schedule.cpp framework_kernel_key: the window's own key too
                 keys.append(keys[0] + f"/k{r['R']}s{r['stride']}p{r['pad']}")
             for key in keys:
