@@ -40,6 +40,7 @@ class FrameworkKernels : public ComputeModel {
   FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw) : inner_(std::move(inner)), fw_(fw) {}
   std::string name() const override { return inner_->name(); }
   std::string note() const override {
+    if (fw_.kernel_time_factors.empty()) return inner_->note();
     return inner_->note() + "; " + fw_.name + "'s own kernels: " + std::to_string(fw_.kernel_time_factors.size()) + " kinds scaled by measured ratios";
   }
   KernelTime time(const KernelDesc& k) const override {
@@ -64,14 +65,13 @@ class FrameworkKernels : public ComputeModel {
     const auto& table = k.format == MemoryFormat::ChannelsLast ? fw_.channels_last_kernel_time_factors : fw_.kernel_time_factors;
     return framework_table_value(k, table, 1.0);
   }
-  // An Adam update where the framework runs its optimizers as multi-tensor passes: the SGD update of
-  // the same parameters, which measured factors price as the framework runs it, scaled by the ratio
-  // of the passes' bytes (FrameworkHostCosts::optimizer_bytes_per_param). So Adam costs what SGD
-  // costs on the same model, times the extra traffic, and never less.
+  // An Adam update: the SGD update of the same parameters, which a measured predictor (and the
+  // framework's factor) prices, scaled by the ratio of the bytes the two move: the framework's
+  // multi-tensor passes where it runs them (FrameworkHostCosts::optimizer_bytes_per_param), else the
+  // fused kernels' (28 against 20 per parameter). Both are streaming kernels over the same tensors,
+  // so Adam costs what SGD costs on the same model times the extra traffic, never less.
   std::optional<KernelDesc> sgd_equivalent(const KernelDesc& k) const {
     if (k.kind != KernelKind::AdamUpdate) return std::nullopt;
-    const auto& bytes = fw_.optimizer_bytes_per_param;
-    if (!bytes.count("sgd") || !bytes.count(k.variant)) return std::nullopt;
     KernelDesc sgd = k;
     sgd.kind = KernelKind::SgdUpdate;
     sgd.variant = "";
@@ -79,8 +79,10 @@ class FrameworkKernels : public ComputeModel {
     return sgd;
   }
   KernelTime scaled(const KernelDesc& sgd, const KernelDesc& adam) const {
+    const auto& passes = fw_.optimizer_bytes_per_param;
+    const bool foreach = passes.count("sgd") && passes.count(adam.variant);
     KernelTime t = inner_->time(sgd);
-    t.seconds *= factor(sgd) * fw_.optimizer_bytes_per_param.at(adam.variant) / fw_.optimizer_bytes_per_param.at("sgd");
+    t.seconds *= factor(sgd) * (foreach ? passes.at(adam.variant) / passes.at("sgd") : adam.bytes / sgd.bytes);
     return t;
   }
   std::unique_ptr<ComputeModel> inner_;
@@ -91,9 +93,8 @@ class FrameworkKernels : public ComputeModel {
 
 std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c) {
   auto m = make_compute_model(name, c.gpu);
-  const FrameworkSpec& f = c.framework;
-  if (f.kernel_time_factors.empty() && f.channels_last_kernel_time_factors.empty() && f.optimizer_bytes_per_param.empty()) return m;
-  return std::make_unique<FrameworkKernels>(std::move(m), f);
+  // Always wrapped: Adam's updates are priced from SGD's even without a framework's tables.
+  return std::make_unique<FrameworkKernels>(std::move(m), c.framework);
 }
 
 StepMode parse_step_mode(const StepModeNames& names) {

@@ -1,0 +1,140 @@
+// Issue 23: the ways users run a step (channels_last, AdamW/Adam, CUDA graphs, torch.compile), as
+// properties over the zoo rather than examples: what each mode must never do.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "network/cluster.hpp"
+#include "sim/memory.hpp"
+#include "sim/predict.hpp"
+#include "study/validate.hpp"
+#include "workload/model_json.hpp"
+
+using namespace dtsim;
+
+namespace {
+
+double iteration_s(const Graph& g, const ClusterSpec& c, int64_t batch, Precision p, const StepMode& mode) {
+  TrainingConfig cfg;
+  cfg.batch_per_gpu = batch;
+  cfg.precision = p;
+  cfg.mode = mode;
+  return predict(g, c, cfg).iteration_s;
+}
+
+double bytes_of(const std::vector<KernelDesc>& ks, bool memory_bound_only) {
+  double b = 0;
+  for (const auto& k : ks)
+    if (!memory_bound_only || (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm && k.kind != KernelKind::SoftmaxCE &&
+                               std::string(k.variant) != "autocast" && std::string(k.variant) != "bias_add" &&
+                               std::string(k.variant) != "bias_grad"))
+      b += k.bytes;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("step modes: names are PyTorch's, and a wrong one names its flag") {
+  StepModeNames n;
+  const StepMode m = parse_step_mode(n);
+  CHECK(m.memory_format == MemoryFormat::Contiguous);
+  CHECK(m.optimizer == Optimizer::Sgd);
+  CHECK(m.execution == Execution::Eager);
+  n.memory_format = "nhwc";
+  CHECK_THROWS_WITH(parse_step_mode(n), Catch::Contains("--memory-format") && Catch::Contains("channels_last"));
+  n = {};
+  n.optimizer = "lamb";
+  CHECK_THROWS_WITH(parse_step_mode(n), Catch::Contains("--optimizer"));
+  n = {};
+  n.execution = "graphs";
+  CHECK_THROWS_WITH(parse_step_mode(n), Catch::Contains("--execution"));
+  for (const char* e : {"eager", "cuda-graphs", "compile", "compile-cuda-graphs"}) CHECK(execution_name(*parse_execution(e)) == std::string(e));
+}
+
+TEST_CASE("channels_last: every convolution and image kernel is NHWC, vectors and the optimizer are not") {
+  for (const char* name : {"resnet50", "vgg16", "mobilenet_v2"}) {
+    const Graph g = load_model(name);
+    StepMode cl;
+    cl.memory_format = MemoryFormat::ChannelsLast;
+    const IterationKernels k = lower_iteration(g, 8, Precision::BF16, cl);
+    for (const auto* list : {&k.forward, &k.backward}) {
+      for (const auto& d : *list) {
+        if (d.kind == KernelKind::Conv2d || d.kind == KernelKind::BatchNorm) CHECK(d.format == MemoryFormat::ChannelsLast);
+        if (d.kind == KernelKind::Gemm || d.kind == KernelKind::SoftmaxCE) CHECK(d.format == MemoryFormat::Contiguous);
+      }
+    }
+    for (const auto& d : k.update) CHECK(d.format == MemoryFormat::Contiguous);
+    // The same kernels otherwise, plus the flatten's copy where a spatial image is flattened (vgg16's 7 x 7).
+    const IterationKernels nchw = lower_iteration(g, 8, Precision::BF16);
+    const size_t copies = std::string(name) == "vgg16" ? 1 : 0;
+    CHECK(k.forward.size() == nchw.forward.size() + copies);
+  }
+}
+
+TEST_CASE("optimizers: Adam(W) keeps two moments, and never costs less than SGD on any zoo model") {
+  const ClusterSpec c = load_cluster("h100-sxm");
+  for (const auto& name : zoo_models()) {
+    const Graph g = load_model(name);
+    StepMode sgd, adamw, adam;
+    adamw.optimizer = Optimizer::AdamW;
+    adam.optimizer = Optimizer::Adam;
+    for (Precision p : {Precision::FP32, Precision::BF16}) {
+      const double t_sgd = iteration_s(g, c, 32, p, sgd), t_adamw = iteration_s(g, c, 32, p, adamw), t_adam = iteration_s(g, c, 32, p, adam);
+      INFO(name << " " << precision_name(p));
+      CHECK(t_adamw >= t_sgd);
+      CHECK(t_adam >= t_sgd);
+      CHECK(t_adamw >= t_adam);  // the decoupled weight decay is one more pass
+    }
+    const MemoryFit m_sgd = memory_fit(g, 32, Precision::BF16, 1, c.gpu);
+    const MemoryFit m_adam = memory_fit(g, 32, Precision::BF16, 1, c.gpu, default_memory_spec(), -1, Optimizer::AdamW);
+    CHECK(m_adam.optimizer_bytes == Approx(2 * m_sgd.optimizer_bytes));
+    CHECK(m_adam.allocated_peak_bytes > m_sgd.allocated_peak_bytes);
+  }
+}
+
+TEST_CASE("CUDA graphs only take host costs away: never slower than eager, at any batch") {
+  const ClusterSpec c = load_cluster("h100-sxm");
+  for (const auto& name : zoo_models()) {
+    const Graph g = load_model(name);
+    for (int64_t batch : {1, 16, 128}) {
+      StepMode eager, graphs, reduce_overhead, compiled;
+      graphs.execution = Execution::CudaGraphs;
+      reduce_overhead.execution = Execution::CompileCudaGraphs;
+      compiled.execution = Execution::Compile;
+      INFO(name << " batch " << batch);
+      const double t_eager = iteration_s(g, c, batch, Precision::BF16, eager);
+      CHECK(iteration_s(g, c, batch, Precision::BF16, graphs) <= t_eager);
+      CHECK(iteration_s(g, c, batch, Precision::BF16, reduce_overhead) <= iteration_s(g, c, batch, Precision::BF16, compiled));
+    }
+  }
+}
+
+TEST_CASE("torch.compile: fusion never moves more memory-bound bytes") {
+  for (const auto& name : zoo_models()) {
+    const Graph g = load_model(name);
+    StepMode cl, compiled;
+    cl.memory_format = MemoryFormat::ChannelsLast;
+    compiled.execution = Execution::Compile;
+    const IterationKernels e = lower_iteration(g, 16, Precision::BF16, cl), f = lower_iteration(g, 16, Precision::BF16, compiled);
+    INFO(name);
+    CHECK(bytes_of(f.forward, true) <= bytes_of(e.forward, true));
+    CHECK(bytes_of(f.backward, true) <= bytes_of(e.backward, true));
+    // Convolutions and matmuls are not fused: the same compute-bound work.
+    CHECK(bytes_of(f.forward, false) - bytes_of(f.forward, true) == Approx(bytes_of(e.forward, false) - bytes_of(e.forward, true)));
+  }
+}
+
+TEST_CASE("validate reads a run's execution object and names a wrong field") {
+  const std::string head = R"({"schema":"dtsim-measured-run/1","source":"pytorch-ddp","framework":"pytorch","model":"resnet18",
+    "gpus":1,"batch_per_gpu":32,"precision":"bf16","ddp":{"bucket_bytes":26214400,"first_bucket_bytes":1048576,"overlap":true},
+    "iteration_time_s":{"median":0.01,"p10":0.01,"p90":0.01},"provenance":{"gpu":{"name":"NVIDIA H100 80GB HBM3"}},)";
+  const MeasuredRun r = parse_measured_run(
+      Json::parse(head + R"("execution":{"memory_format":"channels_last","optimizer":"adamw","execution":"eager","torch_compile":"none"}})"),
+      "run.json");
+  CHECK(r.mode.memory_format == "channels_last");
+  CHECK(r.mode.optimizer == "adamw");
+  CHECK_THROWS_WITH(
+      parse_measured_run(Json::parse(head + R"("execution":{"memory_format":"nhwc","optimizer":"adamw","execution":"eager"}})"), "run.json"),
+      Catch::Contains("run.json") && Catch::Contains("$.execution.memory_format"));
+}
