@@ -397,9 +397,10 @@ struct Lowering {
   // run, one reduction kernel for each training batchnorm's statistics and one pointwise kernel that
   // reads the run's inputs once and writes its outputs once; the backward pass alike (a reduction per
   // batchnorm over its input and output gradient, one pointwise kernel writing the input gradients).
-  // torch.profiler, resnet50 b128 bf16 on one H100 under mode="reduce-overhead": 505 generated
-  // kernels (triton_red_fused_* and triton_poi_fused_*) in place of about 1,200 eager ones, the
-  // convolutions still cuDNN's (validation/data/h100-sxm/pytorch_modes/profiles).
+  // torch.profiler, resnet50 b128 bf16 on one H100 under mode="reduce-overhead": 565 generated
+  // kernels (triton_red_fused_* and triton_poi_fused_*) in place of the 843 batchnorm, elementwise
+  // and pooling kernels of the eager channels_last step; the convolutions still cuDNN's
+  // (validation/data/h100-sxm/pytorch_modes/profiles, docs/training-modes.md).
   static bool fusable(Op op) {
     switch (op) {
       case Op::BatchNorm2d: case Op::Activation: case Op::Add: case Op::MaxPool2d: case Op::AvgPool2d:
