@@ -40,6 +40,21 @@ static void BM_PredictResnet50(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictResnet50)->Unit(benchmark::kMillisecond);
 
+// Issue 23: the same prediction in the modes speed-minded users run (channels_last, AdamW,
+// torch.compile with CUDA graphs): at most twice BM_PredictResnet50.
+static void BM_PredictResnet50Modes(benchmark::State& state) {
+  Graph g = load_model("resnet50");
+  ClusterSpec c = load_cluster("h100-sxm");
+  TrainingConfig cfg;
+  cfg.gpus = 64;
+  cfg.batch_per_gpu = 64;
+  cfg.mode.memory_format = MemoryFormat::ChannelsLast;
+  cfg.mode.optimizer = Optimizer::AdamW;
+  cfg.mode.execution = Execution::CompileCudaGraphs;
+  for (auto _ : state) benchmark::DoNotOptimize(predict(g, c, cfg));
+}
+BENCHMARK(BM_PredictResnet50Modes)->Unit(benchmark::kMillisecond);
+
 // Issue 4: every kernel of resnet50 at one batch size through the measured predictors: at most 1 ms.
 static void BM_KernelPredictorsResnet50(benchmark::State& state) {
   if (!mlp::have_predictors()) {
