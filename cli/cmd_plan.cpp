@@ -5,6 +5,7 @@
 #include "cli/study_flags.hpp"
 #include "core/args.hpp"
 #include "core/error.hpp"
+#include "report/report.hpp"
 #include "core/output.hpp"
 #include "report/plot.hpp"
 #include "core/progress.hpp"
@@ -110,6 +111,7 @@ class PlanCommand : public Command {
     s.framework = flags_.framework;
     s.compute_model = flags_.compute_model;
     s.overlap = flags_.overlap;
+    s.mode = parse_step_mode(flags_);
     flags_.check_strategy_flags();
     s.strategy_params = flags_.strategy_params;
     s.gpus = parse_int_list("--gpus", gpus_, 1, kMaxGpus);
@@ -149,6 +151,9 @@ class PlanCommand : public Command {
     std::string text;
     if (flags_.format == "json") {
       Json j{{"model", s.model},
+             {"memory_format", memory_format_name(s.mode.memory_format)},
+             {"optimizer", optimizer_name(s.mode.optimizer)},
+             {"execution", execution_name(s.mode.execution)},
              {"evaluated", r.evaluated},
              {"priced", r.priced},
              {"feasible", r.feasible},
@@ -182,7 +187,7 @@ class PlanCommand : public Command {
       text = t.to_csv();
     } else {
       std::ostringstream o;
-      o << "plan for " << s.model << ": " << r.evaluated << " configurations, " << r.feasible << " feasible (" << r.priced << " priced; skipped: "
+      o << "plan for " << s.model << " (" << step_mode_text(s.mode) << "): " << r.evaluated << " configurations, " << r.feasible << " feasible (" << r.priced << " priced; skipped: "
         << r.over_capacity << " beyond the cluster, " << r.over_global_batch << " over the global-batch limit, " << r.out_of_memory
         << " out of GPU memory; " << r.over_deadline << " over the deadline, " << r.over_budget << " over the budget)\n";
       if (!r.fastest) {

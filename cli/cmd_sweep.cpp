@@ -76,7 +76,7 @@ class SweepCommand : public Command {
     } else {
       Table t{study_columns(true, cols), {}};
       for (const auto& r : res.rows) t.rows.push_back(study_row_cells(r, true, cols));
-      text = "cluster " + res.cluster_name + " (" + res.gpu_name + "), " + res.precision + ", compute model: " + res.compute_model + "\n" + t.to_text();
+      text = "cluster " + res.cluster_name + " (" + res.gpu_name + "), " + res.precision + ", " + step_mode_text(res.mode) + ", compute model: " + res.compute_model + "\n" + t.to_text();
       text += "\nVerdict\n";
       for (const auto& l : verdict_lines) text += "- " + l + "\n";
     }
@@ -99,7 +99,9 @@ class SweepCommand : public Command {
       for (const auto& [given, flag] : {std::pair<bool, const char*>{!models_.empty(), "--model"}, {!batches_.empty(), "--batch-per-gpu"},
                                         {gpus_opt_->count() > 0, "--gpus"}, {nodes_opt_->count() > 0, "--nodes"}, {whatif_.any(), "what-if flags"},
                                         {given_("--cluster"), "--cluster"}, {given_("--precision"), "--precision"}, {given_("--algo"), "--algo"},
-                                        {given_("--no-overlap"), "--no-overlap"}, {given_("--framework"), "--framework"}})
+                                        {given_("--no-overlap"), "--no-overlap"}, {given_("--framework"), "--framework"},
+                                        {given_("--memory-format"), "--memory-format"}, {given_("--optimizer"), "--optimizer"},
+                                        {given_("--execution"), "--execution"}})
         if (given) throw InputError("--sweep", std::string("the sweep file sets the configurations; drop ") + flag + " or the file");
       s = load_sweep(sweep_file_);
     } else {
@@ -123,6 +125,8 @@ class SweepCommand : public Command {
       s.algo = flags_.algo;
       make_collective_algorithm(flags_.algo);
       s.overlap = flags_.overlap;
+      static_cast<StepModeNames&>(s) = flags_;
+      parse_step_mode(s);  // fails early, naming the flag
       s.by_nodes = nodes_opt_->count() > 0;
       s.gpus = s.by_nodes ? parse_int_list("--nodes", nodes_, 1, kMaxClusterNodes) : parse_int_list("--gpus", gpus_, 1, kMaxGpus);
       s.gpus_where = s.by_nodes ? "--nodes" : "--gpus";

@@ -158,6 +158,7 @@ TrainingConfig plan_training(const PlanSpec& s, int64_t gpus, int64_t batch, Pre
   cfg.gpus = gpus;
   cfg.batch_per_gpu = batch;
   cfg.precision = p;
+  cfg.mode = s.mode;
   cfg.algo = algo;
   cfg.compute_model = s.compute_model;
   cfg.overlap = s.overlap;
@@ -317,12 +318,12 @@ std::vector<Group> make_groups(const PlanSpec& s, const Axes& ax) {
 
 // DDP's shared step for one group at one (precision, batch): sim/schedule.cpp's schedule without
 // the all-reduces, and the optimizer's kernels. What does not fit is not scheduled.
-void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Precision precision, const Group& gr, Step& st) {
+void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Precision precision, const StepMode& mode, const Group& gr, Step& st) {
   const ClusterSpec& c = gr.c;
-  st.fits_one = memory_fit(g, batch, precision, 1, c.gpu).fits;
-  st.fits_many = memory_fit(g, batch, precision, 2, c.gpu).fits;
+  st.fits_one = memory_fit(g, batch, precision, 1, c.gpu, default_memory_spec(), -1, mode.optimizer).fits;
+  st.fits_many = memory_fit(g, batch, precision, 2, c.gpu, default_memory_spec(), -1, mode.optimizer).fits;
   if (!st.fits_one && !st.fits_many) return;
-  const ScheduleOptions opt = schedule_options(c.framework, gr.overlap, true);  // as predict's run_schedule
+  const ScheduleOptions opt = schedule_options(c.framework, gr.overlap, true, mode.execution);  // as predict's run_schedule
   const IterationTimeline t = simulate_iteration(g, k, *gr.compute, [](double) { return 0.0; }, opt);
   st.gpu_free = t.backward_end_s;
   const size_t before_update = t.kernels.size() - k.update.size();
@@ -350,7 +351,7 @@ Search prepare(const PlanSpec& s) {
   x.graphs = load_graphs(s);
   x.kernels.resize(ax.P * ax.Bt);
   parallel_for(x.kernels.size(), x.threads,
-               [&](size_t i) { x.kernels[i] = lower_iteration(x.graphs[i % ax.Bt], s.batches[i % ax.Bt], x.precisions[i / ax.Bt]); });
+               [&](size_t i) { x.kernels[i] = lower_iteration(x.graphs[i % ax.Bt], s.batches[i % ax.Bt], x.precisions[i / ax.Bt], s.mode); });
   x.groups = make_groups(s, ax);
   // Per (cluster, what-if, precision, batch), for every bucket size in turn (the compute model prices
   // the kernels once for all of them).
@@ -359,7 +360,7 @@ Search prepare(const PlanSpec& s) {
     const size_t pi = pb / ax.Bt, bi = pb % ax.Bt;
     for (size_t ki = 0; ki < ax.K; ++ki) {
       Group& gr = x.groups[cw * ax.K + ki];
-      schedule_step(x.graphs[bi], x.kernels[pb], s.batches[bi], x.precisions[pi], gr, gr.steps[pb]);
+      schedule_step(x.graphs[bi], x.kernels[pb], s.batches[bi], x.precisions[pi], s.mode, gr, gr.steps[pb]);
     }
   });
   // Bucket sizes depend on the model and the bucket cap only.

@@ -41,6 +41,7 @@ struct PlanSpec {
   std::vector<int64_t> gpus{1};
   std::vector<int64_t> batches;
   std::vector<std::string> precisions{"fp32"};
+  StepMode mode;  // memory format, optimizer, execution of every configuration
   std::vector<std::string> strategies{"dp"};
   StrategyParams strategy_params;
   std::vector<std::string> algos{"auto"};

@@ -191,6 +191,16 @@ static void parse_run_settings(JsonObject& o, SweepSpec& s) {
     }
   }
   if (o.has("overlap")) s.overlap = o.boolean_or("overlap", true);
+  // How the step runs (docs/training-modes.md), by PyTorch's names.
+  s.memory_format = o.str_or("memory_format", s.memory_format);
+  s.optimizer = o.str_or("optimizer", s.optimizer);
+  s.execution = o.str_or("execution", s.execution);
+  try {
+    parse_step_mode(s);
+  } catch (const InputError& e) {
+    const std::string field = e.where() == "--memory-format" ? "memory_format" : e.where() == "--optimizer" ? "optimizer" : "execution";
+    o.fail(field, e.rule());
+  }
 }
 
 // "scenarios": named what-ifs, one value per axis; none is one baseline scenario.
@@ -312,6 +322,7 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
   res.cluster_name = base.name;
   res.gpu_name = base.gpu.name;
   res.precision = precision_name(cfg.precision);
+  res.mode = cfg.mode;
   res.rows.reserve(sweep_size(s));
   // Every model at every batch size, loaded before any work: graphs[model][batch index].
   std::vector<std::vector<Graph>> graphs;

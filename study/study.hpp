@@ -77,6 +77,7 @@ std::vector<WhatIf> what_if_grid(const std::vector<std::pair<std::string, std::v
 
 struct SweepResult {
   std::string cluster_name, gpu_name, precision, compute_model;
+  StepMode mode;  // memory format, optimizer, execution of every row
   std::vector<StudyRow> rows;  // models x what-ifs x batches x GPU counts, in that nesting
   // What the model importer assumed (Graph::notes of every model, each distinct note once, in order).
   std::vector<std::string> notes;

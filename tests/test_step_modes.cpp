@@ -9,6 +9,8 @@
 #include "sim/memory.hpp"
 #include "sim/predict.hpp"
 #include "study/validate.hpp"
+#include "study/study.hpp"
+#include "sim/framework.hpp"
 #include "workload/model_json.hpp"
 
 using namespace dtsim;
@@ -137,4 +139,18 @@ TEST_CASE("validate reads a run's execution object and names a wrong field") {
   CHECK_THROWS_WITH(
       parse_measured_run(Json::parse(head + R"("execution":{"memory_format":"nhwc","optimizer":"adamw","execution":"eager"}})"), "run.json"),
       Catch::Contains("run.json") && Catch::Contains("$.execution.memory_format"));
+}
+
+TEST_CASE("sweep files and sweeps price the run's mode, and name a wrong field") {
+  const std::string head = R"({"name":"t","models":["resnet18"],"batch_per_gpu":[64],"gpus":[1],"precision":"bf16",)";
+  const SweepSpec s = parse_sweep(Json::parse(head + R"("memory_format":"channels_last","optimizer":"adamw"})"), "s.json");
+  const SweepResult r = run_sweep(s);
+  REQUIRE(r.rows.size() == 1);
+  CHECK(r.mode.memory_format == MemoryFormat::ChannelsLast);
+  StepMode m;
+  m.memory_format = MemoryFormat::ChannelsLast;
+  m.optimizer = Optimizer::AdamW;
+  const ClusterSpec c = apply_framework(load_cluster("h100-sxm"), load_framework("pytorch"));
+  CHECK(r.rows[0].p.iteration_s == Approx(iteration_s(load_model("resnet18"), c, 64, Precision::BF16, m)).epsilon(1e-9));
+  CHECK_THROWS_WITH(parse_sweep(Json::parse(head + R"("optimizer":"lamb"})"), "s.json"), Catch::Contains("s.json") && Catch::Contains("$.optimizer"));
 }
