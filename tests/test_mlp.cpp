@@ -352,3 +352,36 @@ TEST_CASE("what-if: a measured kernel is scaled only to a GPU that runs it on th
   CHECK(on_v100.note().find("tensor cores on only one of h100-sxm and v100-sxm2") != std::string::npos);
   CHECK(on_a100.note().find("tensor cores") == std::string::npos);
 }
+
+TEST_CASE("channels_last convolutions take the NHWC predictors; contiguous ones keep their times") {
+  // resnet50's 3x3 64->64 convolution at batch 128, bf16, inside both h100-sxm predictors' training range.
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  MlpComputeModel model(h100);
+  const PredictorSet own = load_predictors(pretrained_root() + "/h100-sxm");
+  // The contiguous kernels' times before the NHWC predictors were shipped (dtsim kernel at commit 567b3da).
+  const std::pair<Pass, double> before[] = {
+      {Pass::Fwd, 0.0001823029404736784}, {Pass::BwdData, 0.00018769070304611892}, {Pass::BwdFilter, 0.00018691983553272305}};
+  for (const auto& [pass, seconds] : before) {
+    KernelDesc nchw{KernelKind::Conv2d, pass, MathMode::BF16, 0, {128, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1}, "", 0, 0};
+    set_cost(nchw);
+    KernelDesc nhwc = nchw;
+    nhwc.format = MemoryFormat::ChannelsLast;
+    INFO(predictor_key(nhwc));
+    CHECK(predictor_key(nhwc) == predictor_key(nchw) + "/nhwc");
+    REQUIRE(own.find(predictor_key(nhwc)) != nullptr);
+    const KernelTime t_nchw = model.time(nchw), t_nhwc = model.time(nhwc);
+    CHECK(t_nchw.seconds == Approx(seconds).epsilon(1e-9));
+    CHECK(t_nhwc.source == TimeSource::Mlp);
+    CHECK(t_nhwc.in_range);
+    std::vector<double> direct;
+    own.predict({nhwc}, direct);  // h100-sxm's own NHWC predictor, unscaled
+    CHECK(t_nhwc.seconds == Approx(direct[0]).epsilon(1e-9));
+    CHECK(t_nhwc.seconds < t_nchw.seconds);  // cuDNN's transposes around NCHW tensors gone
+    // Another GPU without predictors of its own takes a measured GPU's NHWC predictor, scaled.
+    MlpComputeModel on_a100(load_gpu("a100-sxm"));
+    CHECK(on_a100.covers(nhwc));
+    const KernelTime a_nhwc = on_a100.time(nhwc);
+    CHECK(a_nhwc.source == TimeSource::Mlp);
+    CHECK(a_nhwc.seconds < on_a100.time(nchw).seconds);
+  }
+}
