@@ -35,24 +35,31 @@ class KernelCommand : public Command {
         ->required();
     c->add_option("--variant", variant_, "activation: relu (default), relu6, ...; pool: max (default) or avg; eltwise: the lowering's name "
                   "(bias_add, bias_grad, ...), which framework profiles key on");
+    c->add_option("--memory-format", memory_format_,
+                  "The tensors' memory format, in PyTorch's words: contiguous (NCHW) or channels_last (NHWC; conv2d only)")
+        ->capture_default_str();
     c->add_option("--compute-model", model_, one_of(compute_model_names()))->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
     return c;
   }
 
   int run() override {
-    KernelDesc k = parse_kernel_spec({kind_, pass_, dtype_, shape_, variant_});
+    KernelDesc k = parse_kernel_spec({kind_, pass_, dtype_, shape_, variant_, memory_format_});
+    // The format is named only where it is channels_last, so contiguous kernels print as before.
+    const bool nhwc = k.format == MemoryFormat::ChannelsLast;
     GpuSpec gpu = load_gpu_flag(gpu_);
     auto model = make_compute_model(model_, gpu);
     KernelTime t = model->time(k);
     const std::string source = t.source == TimeSource::Mlp ? "mlp" : "roofline";
     if (format_ == "json") {
-      emit("", dump(Json{{"gpu", gpu.name}, {"kind", kind_}, {"pass", pass_}, {"dtype", dtype_}, {"time_s", t.seconds}, {"flops", k.flops},
-                         {"bytes", k.bytes}, {"source", source}, {"in_range", t.in_range}, {"memory_bound", t.memory_bound},
-                         {"physics_floor_s", physics_floor_s(k, gpu)}, {"note", model->note()}}));
+      Json j{{"gpu", gpu.name}, {"kind", kind_}, {"pass", pass_}, {"dtype", dtype_}, {"time_s", t.seconds}, {"flops", k.flops},
+             {"bytes", k.bytes}, {"source", source}, {"in_range", t.in_range}, {"memory_bound", t.memory_bound},
+             {"physics_floor_s", physics_floor_s(k, gpu)}, {"note", model->note()}};
+      if (nhwc) j["memory_format"] = memory_format_name(k.format);
+      emit("", dump(j));
     } else {
       Table tab{{"kernel", "time", "FLOPs", "bytes", "TFLOP/s", "GB/s", "source"}, {}};
-      tab.rows.push_back({kind_ + " " + pass_ + " " + dtype_, fmt_time(t.seconds), fmt_count(k.flops), fmt_count(k.bytes),
+      tab.rows.push_back({kind_ + " " + pass_ + " " + dtype_ + (nhwc ? std::string(" channels_last") : ""), fmt_time(t.seconds), fmt_count(k.flops), fmt_count(k.bytes),
                           fmt_sig(k.flops / t.seconds / 1e12, 4), fmt_sig(k.bytes / t.seconds / 1e9, 4),
                           source + (t.in_range ? "" : " (outside its measured range)")});
       emit("", tab.to_text() + "compute model: " + model->note() + "\n");
@@ -81,7 +88,7 @@ class KernelCommand : public Command {
     }
   }
 
-  std::string gpu_, kind_, pass_, dtype_ = "fp32", shape_, variant_, model_ = "auto", format_ = "table";
+  std::string gpu_, kind_, pass_, dtype_ = "fp32", shape_, variant_, memory_format_ = "contiguous", model_ = "auto", format_ = "table";
 };
 
 }  // namespace

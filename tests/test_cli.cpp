@@ -219,6 +219,27 @@ TEST_CASE("cli: kernel --gpu takes a JSON file relative to the current directory
   CHECK(unknown.err.find("--gpu: unknown GPU 'h900'") != std::string::npos);
 }
 
+TEST_CASE("cli: kernel --memory-format channels_last takes the NHWC predictor, and only for conv2d") {
+  const std::string conv = "kernel --gpu h100-sxm --kind conv2d --pass fwd --dtype bf16 --shape N=128,C=64,H=56,W=56,K=64,R=3,S=3,pad=1 --format json";
+  auto nchw = dtsim_cli(conv), nhwc = dtsim_cli(conv + " --memory-format channels_last");
+  REQUIRE(nchw.code == 0);
+  REQUIRE(nhwc.code == 0);
+  const Json a = Json::parse(nchw.out), b = Json::parse(nhwc.out);
+  CHECK_FALSE(a.contains("memory_format"));  // contiguous output as before the flag existed
+  CHECK(b["memory_format"] == "channels_last");
+  CHECK(b["source"] == "mlp");
+  CHECK(b["time_s"].get<double>() < a["time_s"].get<double>());
+  CHECK(dtsim_cli(conv + " --memory-format contiguous").out == nchw.out);
+  for (const std::string bad : {"--kind gemm --pass fwd --shape M=64,N=64,K=64 --memory-format channels_last",
+                                "--kind conv2d --pass fwd --shape N=1,C=8,H=8,W=8,K=8,R=1,S=1 --memory-format nhwc"}) {
+    auto r = dtsim_cli("kernel --gpu h100-sxm " + bad);
+    INFO(bad + ": " + r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("--memory-format") != std::string::npos);
+  }
+}
+
 TEST_CASE("cli: strategy parameters given as 0 or less are refused, not replaced by defaults") {
   const std::string base = "--model resnet18 --batch-per-gpu 8 --gpus 16";
   struct Case {

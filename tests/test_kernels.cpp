@@ -129,3 +129,19 @@ TEST_CASE("a kernel spec fills PyTorch's defaults and names the flag to fix") {
   CHECK_THROWS_WITH(parse_kernel_spec({"gemm", "bwd_filter", "fp32", "M=1,N=1,K=1", ""}), Catch::Contains("not a pass of gemm"));
   CHECK_THROWS_WITH(parse_kernel_spec({"pool", "fwd", "fp32", "N=1,C=1,H=4,W=4,R=2,S=2,Q=3", ""}), Catch::Contains("'Q' is not a field of pool"));
 }
+
+TEST_CASE("a kernel spec's memory format: contiguous by default, channels_last for conv2d only") {
+  const std::string conv = "N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1";
+  const KernelDesc nchw = parse_kernel_spec({"conv2d", "fwd", "bf16", conv, ""});
+  const KernelDesc nhwc = parse_kernel_spec({"conv2d", "fwd", "bf16", conv, "", "channels_last"});
+  CHECK(nchw.format == MemoryFormat::Contiguous);
+  CHECK(nhwc.format == MemoryFormat::ChannelsLast);
+  CHECK(parse_kernel_spec({"conv2d", "fwd", "bf16", conv, "", "contiguous"}).format == MemoryFormat::Contiguous);
+  CHECK(nhwc.flops == nchw.flops);  // the same arithmetic and bytes: only the layout differs
+  CHECK(nhwc.bytes == nchw.bytes);
+  CHECK_THROWS_WITH(parse_kernel_spec({"gemm", "fwd", "bf16", "M=1,N=1,K=1", "", "channels_last"}),
+                    Catch::Contains("--memory-format") && Catch::Contains("only for conv2d"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"batchnorm", "fwd", "bf16", "N=1,C=1,H=4,W=4", "", "channels_last"}), Catch::Contains("--memory-format"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"conv2d", "fwd", "bf16", conv, "", "nhwc"}),
+                    Catch::Contains("--memory-format") && Catch::Contains("unknown memory format 'nhwc'"));
+}

@@ -93,6 +93,39 @@ TEST_CASE("datasets: malformed files are input errors naming file and line") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("datasets: convolutions on channels_last tensors get the NHWC keys, by impl or layout column") {
+  std::string dir = (fs::temp_directory_path() / ("dtsim_mlp_nhwc_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  const std::string head = "kind,pass,math_mode,N,C,H,W,K,R,S,stride_h,stride_w,pad_h,pad_w,dil_h,dil_w,groups,";
+  const std::string shape = "32,64,56,56,64,3,3,1,1,1,1,1,1,1,";
+  std::ofstream(dir + "/impl.csv") << head << "impl,time_median_s\n"
+                                   << "conv2d,fwd,bf16," << shape << "cudnn_graph_autotune_nhwc,5e-5\n"
+                                   << "conv2d,fwd,bf16," << shape << "cudnn_graph_autotune,1e-4\n";
+  auto rows = read_kernel_csv(dir + "/impl.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].key == "conv2d/fwd/bf16/nhwc");
+  CHECK(rows[0].kernel.format == MemoryFormat::ChannelsLast);
+  CHECK(rows[1].key == "conv2d/fwd/bf16");
+  CHECK(rows[0].kernel.flops == rows[1].kernel.flops);
+  CHECK(rows[0].kernel.bytes == rows[1].kernel.bytes);
+  CHECK(is_heldout(rows[0].kernel) == is_heldout(rows[1].kernel));  // one shape, one part of the split
+  // The features do not see the format: the predictor key is what tells the layouts apart.
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  std::vector<double> f0, f1;
+  features(rows[0].kernel, gpu.sm_count, baseline_of(gpu), f0, true);
+  features(rows[1].kernel, gpu.sm_count, baseline_of(gpu), f1, true);
+  CHECK(f0 == f1);
+  // A layout column decides where a file has one; other kinds' NHWC rows have no predictor to train.
+  std::ofstream(dir + "/layout.csv") << "kind,pass,math_mode,layout,N,C,H,W,time_median_s\n"
+                                     << "batchnorm,fwd,bf16,nhwc,32,64,56,56,1e-5\nbatchnorm,fwd,bf16,nchw,32,64,56,56,2e-5\n";
+  rows = read_kernel_csv(dir + "/layout.csv");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].time_s == Approx(2e-5));
+  std::ofstream(dir + "/bad.csv") << "kind,pass,math_mode,layout,N,C,H,W,time_median_s\nbatchnorm,fwd,bf16,nwhc,32,64,56,56,1e-5\n";
+  CHECK_THROWS_WITH(read_kernel_csv(dir + "/bad.csv"), Catch::Matchers::Contains("bad.csv:2, column layout") && Catch::Matchers::Contains("nwhc"));
+  fs::remove_all(dir);
+}
+
 // A two-layer network with known weights: out = w2 . relu(W1 x' + b1) + b2 on standardised x'.
 static Mlp tiny_mlp(const std::string& key, KernelKind kind) {
   Mlp m;
@@ -318,4 +351,37 @@ TEST_CASE("what-if: a measured kernel is scaled only to a GPU that runs it on th
   CHECK(on_v100.time(gemm).seconds == Approx(scaled(v100, gemm)).epsilon(1e-6));
   CHECK(on_v100.note().find("tensor cores on only one of h100-sxm and v100-sxm2") != std::string::npos);
   CHECK(on_a100.note().find("tensor cores") == std::string::npos);
+}
+
+TEST_CASE("channels_last convolutions take the NHWC predictors; contiguous ones keep their times") {
+  // resnet50's 3x3 64->64 convolution at batch 128, bf16, inside both h100-sxm predictors' training range.
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  MlpComputeModel model(h100);
+  const PredictorSet own = load_predictors(pretrained_root() + "/h100-sxm");
+  // The contiguous kernels' times before the NHWC predictors were shipped (dtsim kernel at commit 567b3da).
+  const std::pair<Pass, double> before[] = {
+      {Pass::Fwd, 0.0001823029404736784}, {Pass::BwdData, 0.00018769070304611892}, {Pass::BwdFilter, 0.00018691983553272305}};
+  for (const auto& [pass, seconds] : before) {
+    KernelDesc nchw{KernelKind::Conv2d, pass, MathMode::BF16, 0, {128, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1}, "", 0, 0};
+    set_cost(nchw);
+    KernelDesc nhwc = nchw;
+    nhwc.format = MemoryFormat::ChannelsLast;
+    INFO(predictor_key(nhwc));
+    CHECK(predictor_key(nhwc) == predictor_key(nchw) + "/nhwc");
+    REQUIRE(own.find(predictor_key(nhwc)) != nullptr);
+    const KernelTime t_nchw = model.time(nchw), t_nhwc = model.time(nhwc);
+    CHECK(t_nchw.seconds == Approx(seconds).epsilon(1e-9));
+    CHECK(t_nhwc.source == TimeSource::Mlp);
+    CHECK(t_nhwc.in_range);
+    std::vector<double> direct;
+    own.predict({nhwc}, direct);  // h100-sxm's own NHWC predictor, unscaled
+    CHECK(t_nhwc.seconds == Approx(direct[0]).epsilon(1e-9));
+    CHECK(t_nhwc.seconds < t_nchw.seconds);  // cuDNN's transposes around NCHW tensors gone
+    // Another GPU without predictors of its own takes a measured GPU's NHWC predictor, scaled.
+    MlpComputeModel on_a100(load_gpu("a100-sxm"));
+    CHECK(on_a100.covers(nhwc));
+    const KernelTime a_nhwc = on_a100.time(nhwc);
+    CHECK(a_nhwc.source == TimeSource::Mlp);
+    CHECK(a_nhwc.seconds < on_a100.time(nchw).seconds);
+  }
 }

@@ -35,7 +35,8 @@ KernelDesc kernel(KernelKind kind, Pass pass, MathMode m, std::initializer_list<
   return k;
 }
 
-// Large and odd convolutions, GEMMs and memory-bound kernels in every pass and math mode.
+// Large and odd convolutions (contiguous and channels_last), GEMMs and memory-bound kernels in every pass
+// and math mode.
 std::vector<KernelDesc> grid_kernels(std::mt19937_64& rng) {
   std::vector<KernelDesc> ks;
   auto pick = [&](std::vector<int64_t> v) { return v[rng() % v.size()]; };
@@ -51,8 +52,12 @@ std::vector<KernelDesc> grid_kernels(std::mt19937_64& rng) {
     for (int i = 0; i < 80; ++i) {
       const int64_t N = pick({1, 32, 256, 512, 1024}), C = pick({3, 64, 257, 1024, 4096}), H = pick({7, 56, 112, 224}),
                     K = pick({64, 255, 1024, 4096}), R = pick({1, 3, 7}), st = pick({1, 2});
-      for (Pass p : {Pass::Fwd, Pass::BwdData, Pass::BwdFilter})
-        ks.push_back(kernel(KernelKind::Conv2d, p, m, {N, C, H, H, K, R, R, st, st, R / 2, R / 2, 1, 1, 1}));
+      for (Pass p : {Pass::Fwd, Pass::BwdData, Pass::BwdFilter}) {
+        KernelDesc c = kernel(KernelKind::Conv2d, p, m, {N, C, H, H, K, R, R, st, st, R / 2, R / 2, 1, 1, 1});
+        ks.push_back(c);
+        c.format = MemoryFormat::ChannelsLast;  // the same convolution on NHWC tensors: its own predictors
+        ks.push_back(c);
+      }
     }
     ks.push_back(kernel(KernelKind::Conv2d, Pass::Fwd, m, {256, 1024, 112, 112, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1}));
     // Memory-bound kinds from tiny to beyond the measured sizes.

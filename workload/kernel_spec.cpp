@@ -128,6 +128,16 @@ void read_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
   }
 }
 
+// NHWC measurements exist for convolutions alone; any other kind is refused rather than silently
+// priced as its contiguous kernel.
+MemoryFormat memory_format_of(const KernelSpec& spec) {
+  const std::optional<MemoryFormat> f = parse_memory_format(spec.memory_format);
+  if (!f) throw InputError("--memory-format", "unknown memory format '" + spec.memory_format + "' (contiguous or channels_last)");
+  if (*f == MemoryFormat::ChannelsLast && spec.kind != kind_name(KernelKind::Conv2d))
+    throw InputError("--memory-format", "channels_last is only for conv2d, not " + spec.kind);
+  return *f;
+}
+
 // Every field positive, but padding and the GEMM's transpose flags, which may be 0.
 void check_positive(const KernelDesc& k) {
   const auto& fields = kernel_shape_fields(k.kind);
@@ -141,6 +151,7 @@ void check_positive(const KernelDesc& k) {
 
 KernelDesc parse_kernel_spec(const KernelSpec& spec) {
   KernelDesc k = kind_pass_and_math(spec);
+  k.format = memory_format_of(spec);
   ShapeFields fields(spec.shape, spec.kind);
   read_shape(fields, spec.variant, k);
   fields.reject_unused();

@@ -14,13 +14,16 @@ struct KernelSpec {
   std::string dtype;    // the training precision (parse_precision), which decides the math mode
   std::string shape;    // comma-separated NAME=VALUE, NAME from kernel_shape_fields() or a default's name
   std::string variant;  // activation: relu (default), relu6, ...; pool: max (default) or avg; eltwise: any name
+  // PyTorch's name of the tensors' memory format (parse_memory_format): contiguous or channels_last.
+  // Only conv2d may be channels_last: it alone has NHWC measurements (predictor key .../nhwc).
+  std::string memory_format = "contiguous";
 };
 
 // The kinds a spec may name: every kernel kind but concat and dropout.
 const std::vector<KernelKind>& spec_kinds();
 
 // The kernel, costed (set_cost). Errors are InputErrors naming the flag of `dtsim kernel` to fix:
-// --kind, --pass, --precision, --shape or --variant.
+// --kind, --pass, --precision, --shape, --variant or --memory-format.
 KernelDesc parse_kernel_spec(const KernelSpec& spec);
 
 }  // namespace dtsim

@@ -7,8 +7,29 @@ key. Each predictor keeps the `trained_with` of the run that wrote it, and the d
 are listed (with their hashes) so that tests/test_pretrained.cpp can re-check every predictor.
 
   tools/train_predictors/merge_predictors.py --out kernels_mlp/pretrained/h100-sxm /tmp/base /tmp/conv
+
+A folder given as FOLDER:GLOB contributes only the predictors whose key matches GLOB (fnmatch), e.g.
+the NHWC predictors of a run that trained them jointly with NCHW ones that are not to replace the
+shipped ones: `kernels_mlp/pretrained/h100-sxm /tmp/nhwc:conv2d/*/nhwc`. Its data files are all listed
+(the predictors taken were trained on all of them).
 """
-import argparse, json, os, struct, sys, tempfile
+import argparse, fnmatch, json, os, re, struct, sys, tempfile
+
+
+# Numbers are carried as the trainer (nlohmann::json) wrote them: Python would print some doubles with
+# another, equally exact, last digit (22.425735473632812 for 22.425735473632813), and a merge must leave
+# the predictors it does not replace byte-identical.
+_RAW = "\u0000raw:"
+
+
+def load_manifest(path):
+    with open(path) as f:
+        return json.load(f, parse_float=lambda text: _RAW + text)
+
+
+def dump_manifest(m):
+    text = json.dumps(m, indent=1, sort_keys=True) + "\n"
+    return re.sub(r'"\\u0000raw:([^"]*)"', r"\1", text)
 
 
 def kinds_of(manifest):
@@ -19,13 +40,14 @@ def kinds_of(manifest):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("folders", nargs="+", help="trainer output folders (manifest.json + weights.bin), in order")
+    ap.add_argument("folders", nargs="+", help="trainer output folders (manifest.json + weights.bin), in order; FOLDER:GLOB takes "
+                    "only the predictors whose key matches GLOB")
     a = ap.parse_args()
 
     merged, blob, by_key = None, b"", {}
-    for folder in a.folders:
-        with open(os.path.join(folder, "manifest.json")) as f:
-            m = json.load(f)
+    for arg in a.folders:
+        folder, _, pattern = arg.partition(":")
+        m = load_manifest(os.path.join(folder, "manifest.json"))
         with open(os.path.join(folder, "weights.bin"), "rb") as f:
             w = f.read()
         if len(w) % 4:
@@ -39,6 +61,8 @@ def main():
         offset = len(blob) // 4
         blob += w
         for p in m["predictors"]:
+            if pattern and not fnmatch.fnmatchcase(p["key"], pattern):
+                continue
             p = dict(p)
             p["weights_offset"] += offset
             p.setdefault("trained_with", m["trained_with"])
@@ -70,7 +94,7 @@ def main():
         out_floats.extend(floats[start:start + n])
     os.makedirs(a.out, exist_ok=True)
     for name, data in (("weights.bin", struct.pack(f"<{len(out_floats)}f", *out_floats)),
-                       ("manifest.json", (json.dumps(merged, indent=1, sort_keys=True) + "\n").encode())):
+                       ("manifest.json", dump_manifest(merged).encode())):
         fd, tmp = tempfile.mkstemp(dir=a.out)
         with os.fdopen(fd, "wb") as f:
             f.write(data)

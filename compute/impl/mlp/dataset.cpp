@@ -97,11 +97,29 @@ bool measured_kind(KernelKind kind) {
   }
 }
 
+// The tensors' memory format: a `layout` column where the file has one (nchw or nhwc, as
+// validation/pytorch/op_times.py writes it), else the impl: the harness's graph-API convolutions on
+// channels_last strides (--conv-layout nhwc) are `cudnn_graph_autotune_nhwc`.
+MemoryFormat format_of(const Row& r) {
+  if (r.col.count("layout")) {
+    const std::string& s = r.str("layout");
+    if (s == "nchw" || s == "contiguous") return MemoryFormat::Contiguous;
+    if (s == "nhwc" || s == "channels_last") return MemoryFormat::ChannelsLast;
+    throw InputError(r.where + ", column layout", "'" + s + "' is neither nchw nor nhwc");
+  }
+  if (r.col.count("impl") && r.str("impl") == "cudnn_graph_autotune_nhwc") return MemoryFormat::ChannelsLast;
+  return MemoryFormat::Contiguous;
+}
+
 bool kernel_from_row(const Row& r, KernelDesc& k) {
   const std::optional<KernelKind> kind = parse_kind(r.str("kind"));
   if (!kind || !measured_kind(*kind)) return false;
   k = KernelDesc{*kind, pass_of(r), MathMode::FP32, -1, {}, "", 0, 0};
   k.math = math_of(r, k.kind);
+  k.format = format_of(r);
+  // Only convolutions have channels_last predictors (predictor_key); another kind's NHWC row would
+  // land in its NCHW predictor's data, so it is skipped.
+  if (k.format == MemoryFormat::ChannelsLast && k.kind != KernelKind::Conv2d) return false;
   auto& s = k.shape;
   switch (k.kind) {
     case KernelKind::Conv2d: {

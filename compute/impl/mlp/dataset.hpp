@@ -23,8 +23,10 @@ struct Sample {
   double graph_time_s = std::numeric_limits<double>::quiet_NaN();
 };
 
-// Reads one kernel CSV; rows whose kind has no predictor key are skipped. Malformed files are
-// InputErrors naming the file, line and column.
+// Reads one kernel CSV; rows whose kind has no predictor key are skipped. Convolutions measured on
+// channels_last tensors (impl cudnn_graph_autotune_nhwc, or a layout column saying nhwc) are
+// MemoryFormat::ChannelsLast, keyed conv2d/PASS/MATH/nhwc. Malformed files are InputErrors naming
+// the file, line and column.
 std::vector<Sample> read_kernel_csv(const std::string& path);
 
 // Every *.csv of a folder (skipped.csv excepted), grouped by predictor key.

@@ -33,8 +33,8 @@ void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vect
 // of the channel counts, spatial sizes and the pass's implicit GEMM dimensions. Empty for other kinds.
 const std::vector<std::string>& extra_feature_names(KernelKind kind);
 
-// Stable identity of a kernel's shape, without its pass and math: a shape lands wholly in the
-// training or wholly in the held-out part.
+// Stable identity of a kernel's shape, without its pass, math and memory format: a shape lands wholly
+// in the training or wholly in the held-out part, its NCHW and NHWC measurements alike.
 uint64_t shape_hash(const KernelDesc& k);
 
 }  // namespace dtsim::mlp
