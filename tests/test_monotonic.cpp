@@ -207,6 +207,7 @@ struct Variant {
   std::string algo = "auto";
   std::string compute_model = "auto";
   std::vector<Precision> precisions = {Precision::FP32, Precision::BF16};
+  StepMode mode = {};
 };
 
 void check_axes(const std::vector<Axis>& axes, const std::vector<std::string>& models, const std::string& strategy,
@@ -244,6 +245,7 @@ void check_axes(const std::vector<Axis>& axes, const std::vector<std::string>& m
             cfg.strategy = strategy;
             cfg.algo = algo;
             cfg.compute_model = variant.compute_model;
+            cfg.mode = variant.mode;
             double prev = 0;
             for (size_t i = 0; i < cs.size(); ++i) {
               cfg.compute = models_of[i][0];
@@ -427,4 +429,23 @@ TEST_CASE("monotonic: a NIC rate that does not change the communication is not n
     prev_iteration = p.iteration_s;
     prev_comm = p.comm_s;
   }
+}
+
+// Issue 23: the same axes in the modes speed-minded users run: channels_last with AdamW, CUDA graphs,
+// and torch.compile with CUDA graphs (Inductor's fused kernels, NHWC convolutions).
+TEST_CASE("monotonic: channels_last, AdamW, CUDA graphs and torch.compile are no slower on better hardware", "[monotonic][compute]") {
+  const std::vector<Axis> compute_axes = {{"flops_scale", {0.5, 1, 2, 16}}, {"memory_bandwidth_scale", {0.5, 1, 2, 16}}};
+  StepMode cl_adamw, graphs, compiled;
+  cl_adamw.memory_format = MemoryFormat::ChannelsLast;
+  cl_adamw.optimizer = Optimizer::AdamW;
+  graphs.execution = Execution::CudaGraphs;
+  compiled.execution = Execution::CompileCudaGraphs;
+  Breaks b;
+  for (const StepMode& mode : {cl_adamw, graphs, compiled}) {
+    Variant v;
+    v.mode = mode;
+    check_axes(compute_axes, {"resnet50", "vgg16", "mobilenet_v2"}, "dp", {1, 64}, 64, b, v);
+    check_axes(iteration_axes(), {"resnet50", "mobilenet_v2"}, "dp", {1, 16, 512}, 64, b, v);
+  }
+  b.report();
 }
