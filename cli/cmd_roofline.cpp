@@ -18,6 +18,9 @@ class RooflineCommand : public Command {
     c->add_option("--cluster", cluster_, "Cluster preset name or JSON file (its GPU is used)")->capture_default_str();
     c->add_option("--batch-per-gpu", batch_, "Samples per GPU per iteration")->required();
     c->add_option("--precision", precision_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)")->capture_default_str();
+    c->add_option("--memory-format", mode_.memory_format, "Activation layout: contiguous (NCHW) or channels_last (NHWC)")->capture_default_str();
+    c->add_option("--optimizer", mode_.optimizer, "torch.optim optimizer (foreach): sgd, adamw, adam")->capture_default_str();
+    c->add_option("--execution", mode_.execution, "eager, cuda-graphs, compile, compile-cuda-graphs (the kernels Inductor fuses)")->capture_default_str();
     c->add_option("--plot", plot_, "Draw the roofline to FILE.png or FILE.svg (gnuplot)");
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
@@ -37,7 +40,7 @@ class RooflineCommand : public Command {
     ClusterSpec c = apply_what_if(load_cluster(cluster_), whatif_.single());
     Precision p = parse_precision(precision_);
     if (!plot_.empty()) plot_format("--plot", plot_), find_gnuplot("--plot");
-    RooflineReport r = roofline_report(g, c, batch_, p);
+    RooflineReport r = roofline_report(g, c, batch_, p, "roofline", parse_step_mode(mode_));
     std::string text = format_ == "json" ? dump(roofline_json(r)) : format_ == "csv" ? roofline_csv(r).to_csv() : roofline_text(r);
     if (!plot_.empty()) roofline_plot(r, plot_, "--plot").commit();
     emit(out_, text);
@@ -46,6 +49,7 @@ class RooflineCommand : public Command {
 
  private:
   WhatIfFlags whatif_;
+  StepModeNames mode_;
   std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", plot_, format_ = "table", out_;
   int64_t batch_ = 0;
   bool allow_unknown_ops_ = false;

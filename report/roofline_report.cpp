@@ -6,17 +6,20 @@
 #include <map>
 #include <numeric>
 
+#include "report/report.hpp"
 #include "compute/compute_model.hpp"
 
 namespace dtsim {
 
-RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t batch, Precision p, const std::string& compute_model) {
+RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t batch, Precision p, const std::string& compute_model,
+                               const StepMode& mode) {
   RooflineReport r;
   r.model = g.name;
   r.gpu = c.gpu.name;
   r.gpu_basis = c.gpu.basis;
   r.gpu_basis_note = c.gpu.basis_note;
   r.precision = precision_name(p);
+  r.mode = mode;
   r.batch_per_gpu = batch;
   r.peak_flops = c.gpu.peak_flops;
   r.memory_bandwidth_Bps = c.gpu.memory_bandwidth_Bps;
@@ -24,7 +27,7 @@ RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t bat
   r.memory_efficiency = c.gpu.memory_efficiency;
   auto model = make_compute_model(compute_model, c.gpu);
   r.compute_model = model->name();
-  const IterationKernels k = lower_iteration(g, batch, p);
+  const IterationKernels k = lower_iteration(g, batch, p, mode);
   for (const auto* list : {&k.forward, &k.backward, &k.update})
     for (const KernelDesc& kd : *list) {
       RooflinePoint pt;
@@ -85,7 +88,7 @@ Json roofline_json(const RooflineReport& r) {
 static std::string tflops(double x) { return fmt_sig(x / 1e12, 4); }
 
 std::string roofline_text(const RooflineReport& r) {
-  std::string s = r.model + " on " + r.gpu + ", batch " + std::to_string(r.batch_per_gpu) + " per GPU, " + r.precision + ", compute model " + r.compute_model +
+  std::string s = r.model + " on " + r.gpu + ", batch " + std::to_string(r.batch_per_gpu) + " per GPU, " + r.precision + ", " + step_mode_text(r.mode) + ", compute model " + r.compute_model +
                   ": " + std::to_string(r.points.size()) + " kernels, " + fmt_time(r.total_s) + " of GPU time per iteration\n";
   s += "roofs: memory " + fmt_sig(r.memory_bandwidth_Bps / 1e9, 4) + " GB/s";
   for (int m = 0; m < kMathModes; ++m)

@@ -31,6 +31,7 @@ struct RooflinePoint {
 
 struct RooflineReport {
   std::string model, gpu, precision, compute_model;
+  StepMode mode;  // what was lowered: memory format, optimizer, execution
   std::string gpu_basis, gpu_basis_note;  // what the GPU preset's numbers rest on (hardware/gpu_spec.hpp)
   int64_t batch_per_gpu = 0;
   std::array<double, kMathModes> peak_flops{};  // 0: the GPU has no such math
@@ -40,7 +41,8 @@ struct RooflineReport {
   double total_s = 0;
 };
 
-RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t batch, Precision p, const std::string& compute_model = "roofline");
+RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t batch, Precision p, const std::string& compute_model = "roofline",
+                               const StepMode& mode = {});
 // Ridge point of a math mode: the intensity above which the datasheet roofline turns compute-bound.
 double ridge_intensity(const RooflineReport& r, MathMode m);
 
