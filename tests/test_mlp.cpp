@@ -353,7 +353,7 @@ TEST_CASE("what-if: a measured kernel is scaled only to a GPU that runs it on th
   CHECK(on_a100.note().find("tensor cores") == std::string::npos);
 }
 
-TEST_CASE("channels_last convolutions take the NHWC predictors; contiguous ones keep their times") {
+TEST_CASE("channels_last convolutions take the NHWC predictors, contiguous ones keep their times") {
   // resnet50's 3x3 64->64 convolution at batch 128, bf16, inside both h100-sxm predictors' training range.
   const GpuSpec h100 = load_gpu("h100-sxm");
   MlpComputeModel model(h100);
