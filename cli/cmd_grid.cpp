@@ -2,6 +2,7 @@
 #include "compute/compute_model.hpp"
 #include "core/error.hpp"
 #include "core/output.hpp"
+#include "report/report.hpp"
 #include "sim/framework.hpp"
 #include "sim/strategies/grid.hpp"
 
@@ -19,6 +20,9 @@ class GridCommand : public Command {
     c->add_option("--batch", batch_, "Global batch B (each of the Pc columns takes B / Pc)")->required();
     c->add_option("--cluster", flags_.cluster, "Cluster preset name or JSON file")->capture_default_str();
     c->add_option("--precision", flags_.precision, "fp32, tf32, bf16, fp16")->capture_default_str();
+    c->add_option("--memory-format", flags_.memory_format, "Activation layout: contiguous (NCHW) or channels_last (NHWC)")->capture_default_str();
+    c->add_option("--optimizer", flags_.optimizer, "torch.optim optimizer (foreach): sgd, adamw, adam")->capture_default_str();
+    c->add_option("--execution", flags_.execution, "eager, cuda-graphs, compile, compile-cuda-graphs")->capture_default_str();
     c->add_option("--algo", flags_.algo, "Collective algorithm of the column and row collectives")->capture_default_str();
     c->add_option("--compute-model", flags_.compute_model, "Kernel times: " + join_names(compute_model_names()))->capture_default_str();
     c->add_option("--framework", flags_.framework, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")
@@ -56,14 +60,15 @@ class GridCommand : public Command {
     }
     std::string text;
     if (flags_.format == "json") {
-      Json j = {{"model", g.name}, {"cluster", c.name}, {"gpus", where.gpus}, {"nodes", where.nodes}, {"global_batch", batch_}, {"precision", flags_.precision},
+      Json j = {{"model", g.name}, {"cluster", c.name}, {"gpus", where.gpus}, {"nodes", where.nodes}, {"global_batch", batch_}, {"precision", flags_.precision}, {"memory_format", memory_format_name(cfg.mode.memory_format)},
+                 {"optimizer", optimizer_name(cfg.mode.optimizer)}, {"execution", execution_name(cfg.mode.execution)},
                 {"algo", algo->name()}, {"domain", domain_}, {"grid", rows}, {"best", {{"pr", best.pr}, {"pc", best.pc}, {"iteration_s", best.step_s}}}};
       text = dump(j);
     } else if (flags_.format == "csv") {
       text = csv.to_csv();
     } else {
       text = g.name + " on " + c.name + ": P = " + std::to_string(where.gpus) + " GPUs on " + std::to_string(where.nodes) + " node(s), global batch " +
-             std::to_string(batch_) + ", " + flags_.precision + ", " + algo->name() + " collectives" + (domain_ ? ", domain-parallel convolutions" : "") + "\n";
+             std::to_string(batch_) + ", " + flags_.precision + ", " + step_mode_text(cfg.mode) + ", " + algo->name() + " collectives" + (domain_ ? ", domain-parallel convolutions" : "") + "\n";
       text += t.to_text();
       const GridPoint& batch_corner = pts.front();  // Pr = 1 when the batch allows it
       text += "Best: Pr x Pc = " + std::to_string(best.pr) + " x " + std::to_string(best.pc) + ", " + fmt_time(best.step_s) + " per iteration";
