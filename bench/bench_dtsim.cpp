@@ -29,29 +29,25 @@ static void BM_ZooSweep(benchmark::State& state) {
 }
 BENCHMARK(BM_ZooSweep)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-// One full prediction, in process (the cold start of the whole command is timed with farm-bench).
-static void BM_PredictResnet50(benchmark::State& state) {
+// resnet50 on 64 H100s at batch 64 per GPU, predicted in process `state`'s iterations.
+static void predict_resnet50(benchmark::State& state, const StepMode& mode) {
   Graph g = load_model("resnet50");
   ClusterSpec c = load_cluster("h100-sxm");
   TrainingConfig cfg;
   cfg.gpus = 64;
   cfg.batch_per_gpu = 64;
+  cfg.mode = mode;
   for (auto _ : state) benchmark::DoNotOptimize(predict(g, c, cfg));
 }
+
+// One full prediction, in process (the cold start of the whole command is timed with farm-bench).
+static void BM_PredictResnet50(benchmark::State& state) { predict_resnet50(state, {}); }
 BENCHMARK(BM_PredictResnet50)->Unit(benchmark::kMillisecond);
 
 // Issue 23: the same prediction in the modes speed-minded users run (channels_last, AdamW,
 // torch.compile with CUDA graphs): at most twice BM_PredictResnet50.
 static void BM_PredictResnet50Modes(benchmark::State& state) {
-  Graph g = load_model("resnet50");
-  ClusterSpec c = load_cluster("h100-sxm");
-  TrainingConfig cfg;
-  cfg.gpus = 64;
-  cfg.batch_per_gpu = 64;
-  cfg.mode.memory_format = MemoryFormat::ChannelsLast;
-  cfg.mode.optimizer = Optimizer::AdamW;
-  cfg.mode.execution = Execution::CompileCudaGraphs;
-  for (auto _ : state) benchmark::DoNotOptimize(predict(g, c, cfg));
+  predict_resnet50(state, StepMode{MemoryFormat::ChannelsLast, Optimizer::AdamW, Execution::CompileCudaGraphs});
 }
 BENCHMARK(BM_PredictResnet50Modes)->Unit(benchmark::kMillisecond);
 

@@ -47,8 +47,8 @@ const char* pass_name(Pass p) {
 const char* memory_format_name(MemoryFormat f) { return f == MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"; }
 
 std::optional<MemoryFormat> parse_memory_format(const std::string& name) {
-  if (name == "contiguous") return MemoryFormat::Contiguous;
-  if (name == "channels_last") return MemoryFormat::ChannelsLast;
+  for (MemoryFormat f : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast})
+    if (name == memory_format_name(f)) return f;
   return std::nullopt;
 }
 

@@ -141,30 +141,37 @@ OPTIMIZERS = {
 }
 
 
-def make_optimizer(kind, params, a):
+def make_optimizer(kind, params, lr):
     if kind == "sgd":
-        return torch.optim.SGD(params, lr=a.lr, momentum=0.9, weight_decay=1e-4), {"momentum": 0.9, "weight_decay": 1e-4, "lr": a.lr}
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=1e-4), {"momentum": 0.9, "weight_decay": 1e-4, "lr": lr}
     if kind == "adamw":  # PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, weight decay 0.01
         return torch.optim.AdamW(params, lr=1e-3), {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.01}
     return torch.optim.Adam(params, lr=1e-3), {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0}
+
+
+def build_step(name, device, memory_format, optimizer, execution, lr):
+    """The torchvision model in its memory format, wrapped in DDP, its optimizer and the module the
+    step calls (torch.compile'd for the compile executions); also what mode_profile.py profiles."""
+    kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+    model = getattr(torchvision.models, name)(num_classes=1000, **kw).to(device)
+    if memory_format == "channels_last":
+        model = model.to(memory_format=torch.channels_last)
+    ddp = DDP(model, device_ids=[device.index])
+    opt, opt_settings = make_optimizer(optimizer, ddp.parameters(), lr)
+    step_model = ddp
+    if execution == "compile":
+        step_model = torch.compile(ddp)
+    elif execution == "compile-cuda-graphs":
+        step_model = torch.compile(ddp, mode="reduce-overhead")
+    return model, ddp, opt, opt_settings, step_model
 
 
 def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "eager")):
     memory_format, optimizer, execution = mode
     device = torch.device("cuda", 0 if world == 1 else rank)
     size = INPUT.get(name, 224)
-    kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
-    model = getattr(torchvision.models, name)(num_classes=1000, **kw).to(device)
     cl = memory_format == "channels_last"
-    if cl:
-        model = model.to(memory_format=torch.channels_last)
-    ddp = DDP(model, device_ids=[device.index])
-    opt, opt_settings = make_optimizer(optimizer, ddp.parameters(), a)
-    step_model = ddp
-    if execution == "compile":
-        step_model = torch.compile(ddp)
-    elif execution == "compile-cuda-graphs":
-        step_model = torch.compile(ddp, mode="reduce-overhead")
+    model, ddp, opt, opt_settings, step_model = build_step(name, device, memory_format, optimizer, execution, a.lr)
     crit = torch.nn.CrossEntropyLoss()
     xs, ys = make_batches(batch, size, 1000, rank, a.nbatches, device, torch.float32)
     if cl:

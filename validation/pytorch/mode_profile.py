@@ -20,35 +20,17 @@ os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-import torchvision  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
-
-def make_optimizer(kind, params):
-    # As ddp_reference.py: SGD momentum 0.9 weight decay 1e-4; AdamW and Adam at PyTorch's defaults.
-    if kind == "sgd":
-        return torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4)
-    if kind == "adamw":
-        return torch.optim.AdamW(params, lr=1e-3)
-    return torch.optim.Adam(params, lr=1e-3)
+from ddp_reference import INPUT, build_step  # noqa: E402  (this folder is on sys.path when run as a script)
 
 
 def profile_config(dev, model_name, batch, prec, fmt, optimizer, execution, iters, out_dir):
     torch.manual_seed(0)
-    size = 299 if model_name == "inception_v3" else 224
-    kw = {"aux_logits": False, "init_weights": False} if model_name == "inception_v3" else {}
-    model = getattr(torchvision.models, model_name)(num_classes=1000, **kw).to(dev)
+    size = INPUT.get(model_name, 224)
     cl = fmt == "channels_last"
-    if cl:
-        model = model.to(memory_format=torch.channels_last)
-    ddp = DDP(model, device_ids=[dev.index])
-    opt = make_optimizer(optimizer, ddp.parameters())
-    step_model = ddp
-    if execution == "compile":
-        step_model = torch.compile(ddp)
-    elif execution == "compile-cuda-graphs":
-        step_model = torch.compile(ddp, mode="reduce-overhead")
+    # As ddp_reference.py builds its runs (SGD at its default learning rate, 0.01).
+    model, ddp, opt, _, step_model = build_step(model_name, dev, fmt, optimizer, execution, 0.01)
     x = torch.randn(batch, 3, size, size, device=dev)
     if cl:
         x = x.contiguous(memory_format=torch.channels_last)
