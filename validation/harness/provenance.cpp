@@ -185,9 +185,15 @@ nlohmann::json collect_provenance(int device, const Args& args, const std::strin
   };
   j["software"] = sw;
   nlohmann::json env;
-  for (const char* k : {"NCCL_NVLS_ENABLE", "NCCL_ALGO", "NCCL_PROTO", "NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES",
-                        "CUBLAS_WORKSPACE_CONFIG", "CUDNN_LOGLEVEL_DBG"})
+  for (const char* k : {"NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "CUDNN_LOGLEVEL_DBG"})
     if (const char* e = std::getenv(k)) env[k] = e;
+  // Every NCCL_* setting: the transport (NCCL_NET=Socket, NCCL_P2P_DISABLE, ...) and its threads and
+  // sockets decide what a collective measured, as much as the GPU does (emulated clusters, issue 24).
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (kv.rfind("NCCL_", 0) == 0 && eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   j["environment"] = env;
   return j;
 }

@@ -87,8 +87,10 @@ def provenance(world):
         "driver": drv, "host": socket.gethostname(),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": git_commit(),
-        "environment": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-                                                      "NVSHMEM_DISABLE_NVLS", "CUDA_VISIBLE_DEVICES")},
+        # every NCCL_* setting too: the transport and its sockets decide what DDP's all-reduce costs
+        "environment": {**{k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+                                                         "NVSHMEM_DISABLE_NVLS", "CUDA_VISIBLE_DEVICES")},
+                        **{k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")}},
         "settings": {"cudnn.benchmark": torch.backends.cudnn.benchmark,
                      "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
                      "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32},
