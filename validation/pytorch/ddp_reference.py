@@ -254,8 +254,10 @@ def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "ea
         res = {
             "schema": "dtsim-measured-run/1", "source": "pytorch-ddp", "framework": "pytorch",
             "model": name, "model_file": f"configs/models/{name}.json",
-            "torchvision_model": f"torchvision.models.{name}(num_classes=1000{', aux_logits=False' if kw else ''})",
-            "batch_per_gpu": batch, "gpus": world, "nodes": 1, "gpus_per_node": world,
+            "torchvision_model": f"torchvision.models.{name}(num_classes=1000"
+                                 f"{', aux_logits=False, init_weights=False' if name == 'inception_v3' else ''})",
+            "batch_per_gpu": batch, "gpus": world, "nodes": -(-world // a.gpus_per_node),
+            "gpus_per_node": min(world, a.gpus_per_node),
             "precision": prec,
             "precision_detail": ("torch.autocast(cuda, bfloat16) around forward and loss; fp32 parameters, fp32 "
                                  "gradients, fp32 all-reduce" if bf16 else
@@ -374,6 +376,9 @@ def main():
     ap.add_argument("--memory-formats", default="contiguous", help="contiguous, channels_last (comma-separated)")
     ap.add_argument("--optimizers", default="sgd", help="sgd, adamw, adam (comma-separated)")
     ap.add_argument("--executions", default="eager", help="eager, compile, compile-cuda-graphs (comma-separated)")
+    ap.add_argument("--gpus-per-node", type=int, default=1 << 20,
+                    help="the placement to record: 1 where NCCL runs on sockets and every GPU is its own node "
+                         "(validation/scripts/run_emulated.sh); default all GPUs in one node")
     ap.add_argument("--iters", type=int, default=25)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--nbatches", type=int, default=4)

@@ -68,7 +68,7 @@ for s in $settings; do
       echo "s$s harness: exit $?"; grep -E "median" "$d/harness.log" | cut -c1-160 | tail -n 12
     fi
     if [[ "$phases" == *,pytorch,* ]]; then
-      timeout "$phase_s" $PY --out "$d/pytorch" --gpus "$gpus" --configs "$pyconf" --precisions "$maths" \
+      timeout "$phase_s" $PY --out "$d/pytorch" --gpus "$gpus" --gpus-per-node 1 --configs "$pyconf" --precisions "$maths" \
         --iters 20 --warmup 3 --port 29533 > "$d/pytorch.log" 2>&1
       echo "s$s pytorch: exit $?"; grep -E "median|rror" "$d/pytorch.log" | cut -c1-160 | tail -n 12
     fi
