@@ -72,6 +72,12 @@ int64_t checked_cluster_nodes(int64_t nodes) {
   return nodes;
 }
 
+void ClusterNodesFlag::add_to(CLI::App* c) { option = c->add_option("--cluster-nodes", nodes, "Nodes the cluster has (overrides the preset)"); }
+
+void ClusterNodesFlag::apply(ClusterSpec& c) const {
+  if (option->count()) c.nodes = static_cast<int>(checked_cluster_nodes(nodes));
+}
+
 void add_allow_unknown_ops(CLI::App* c, bool& flag) {
   c->add_flag("--allow-unknown-ops", flag,
               "ONNX models: cost operators dtsim does not know by roofline from their tensor sizes instead of stopping");

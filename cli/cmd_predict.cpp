@@ -21,7 +21,7 @@ class PredictCommand : public Command {
     c->add_option("--batch-per-gpu", batch_, "Samples per GPU per iteration")->required();
     c->add_flag("--layers", layers_, "Also print per-layer times (table format)");
     c->add_option("--trace", trace_, "Write the simulated iteration as a Chrome/Perfetto trace to FILE.json (ui.perfetto.dev)");
-    cluster_nodes_opt_ = c->add_option("--cluster-nodes", cluster_nodes_, "Nodes the cluster has (overrides the preset)");
+    cluster_nodes_.add_to(c);
     bucket_opt_ = c->add_option("--bucket-mb", bucket_mb_, "DDP's gradient bucket size in MiB (PyTorch's bucket_cap_mb; default: the cluster's, 25)");
     whatif_.add_to(c, false);
     train_.add_to(c);
@@ -33,7 +33,7 @@ class PredictCommand : public Command {
   int run() override {
     Graph g = flags_.load_model(model_, batch_);
     ClusterSpec c = apply_framework(load_cluster(flags_.cluster), load_framework(flags_.framework));
-    if (cluster_nodes_opt_->count()) c.nodes = static_cast<int>(checked_cluster_nodes(cluster_nodes_));
+    cluster_nodes_.apply(c);
     const WhatIf w = whatif_.single();
     c = apply_what_if(c, w);
     if (bucket_opt_->count()) set_bucket_mb(c, bucket_mb_, "--bucket-mb");
@@ -74,10 +74,11 @@ class PredictCommand : public Command {
   WhatIfFlags whatif_;
   TrainFlags train_;
   std::string model_, trace_;
-  int64_t gpus_ = 1, batch_ = 0, cluster_nodes_ = 0;
+  ClusterNodesFlag cluster_nodes_;
+  int64_t gpus_ = 1, batch_ = 0;
   double bucket_mb_ = 25;
   bool layers_ = false;
-  CLI::Option *cluster_nodes_opt_ = nullptr, *bucket_opt_ = nullptr;
+  CLI::Option* bucket_opt_ = nullptr;
 };
 
 }  // namespace

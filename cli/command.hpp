@@ -60,6 +60,17 @@ struct TrainingFlags : RunSpec {
 // taken for "the preset's").
 int64_t checked_cluster_nodes(int64_t nodes);
 
+// --cluster-nodes of predict and collective: the nodes the cluster has, in place of the preset's, for
+// jobs beyond its size (a --gpus-per-node what-if shrinks what it holds). Sweep and plan put it in
+// their study's spec instead.
+struct ClusterNodesFlag {
+  int64_t nodes = 0;
+  CLI::Option* option = nullptr;
+  void add_to(CLI::App* c);
+  // Sets c.nodes if the flag was given; InputError as checked_cluster_nodes.
+  void apply(ClusterSpec& c) const;
+};
+
 // Adds --allow-unknown-ops to a command that takes --model.
 void add_allow_unknown_ops(CLI::App* c, bool& flag);
 // Prints what an importer assumed (Graph::notes) on stderr, one line each, so that stdout stays data.

@@ -1,5 +1,7 @@
 #include "cli/study_flags.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/args.hpp"
 #include "sim/whatif.hpp"
@@ -27,26 +29,27 @@ std::string WhatIfFlags::flag_of(const std::string& axis) {
   return f;
 }
 
-void WhatIfFlags::add_to(CLI::App* c, bool lists) {
+void WhatIfFlags::add_to(CLI::App* c, bool lists, const std::vector<std::string>& offered) {
   values.assign(what_if_axes().size(), "");
-  options.clear();
+  options.assign(what_if_axes().size(), nullptr);
   for (size_t i = 0; i < what_if_axes().size(); ++i) {
+    if (std::find(offered.begin(), offered.end(), what_if_axes()[i]) == offered.end()) continue;
     std::string help = axis_help(what_if_axes()[i]);
     if (lists) help += " (a list: 1,2,4 or 0.5..4:x2)";
-    options.push_back(c->add_option(flag_of(what_if_axes()[i]), values[i], help)->group("What-if hardware"));
+    options[i] = c->add_option(flag_of(what_if_axes()[i]), values[i], help)->group("What-if hardware");
   }
 }
 
 bool WhatIfFlags::any() const {
   for (auto* o : options)
-    if (o->count()) return true;
+    if (o && o->count()) return true;
   return false;
 }
 
 std::vector<std::pair<std::string, std::vector<double>>> WhatIfFlags::axes() const {
   std::vector<std::pair<std::string, std::vector<double>>> out;
   for (size_t i = 0; i < options.size(); ++i) {
-    if (!options[i]->count()) continue;
+    if (!options[i] || !options[i]->count()) continue;
     const std::string& axis = what_if_axes()[i];
     const std::string flag = flag_of(axis);
     std::vector<double> v = parse_real_list(flag, values[i], 0, 1e12);

@@ -1,12 +1,13 @@
 #pragma once
-// Flags of the scaling-study features, shared by predict, sweep and roofline: hardware what-ifs,
-// time and cost to train, and plots.
+// Flags of the scaling-study features, shared by predict, sweep, plan, roofline and collective:
+// hardware what-ifs, time and cost to train, and plots.
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "sim/whatif.hpp"
 #include "study/study.hpp"
 
 namespace dtsim::cli {
@@ -14,8 +15,10 @@ namespace dtsim::cli {
 struct WhatIfFlags {
   // One text per axis of what_if_axes(), in that order; lists ("1,2,4", "0.5..4:x2") in sweeps.
   std::vector<std::string> values;
-  std::vector<CLI::Option*> options;
-  void add_to(CLI::App* c, bool lists);
+  std::vector<CLI::Option*> options;  // null for an axis the command does not offer
+  // Adds a flag for each of `offered` (axes of what_if_axes(); collective offers only those that
+  // reach a collective, collective_what_if_axes()).
+  void add_to(CLI::App* c, bool lists, const std::vector<std::string>& offered = what_if_axes());
   // The axes given, with their values.
   std::vector<std::pair<std::string, std::vector<double>>> axes() const;
   // Every axis given must have one value (predict, roofline).

@@ -92,6 +92,12 @@ const std::vector<std::string>& what_if_axes() {
   return axes;
 }
 
+const std::vector<std::string>& collective_what_if_axes() {
+  static const std::vector<std::string> axes = {"memory_bandwidth_scale", "intra_node_GBps", "intra_node_bandwidth_scale", "nic_Gbps",
+                                                "inter_node_bandwidth_scale", "latency_scale", "gpus_per_node"};
+  return axes;
+}
+
 void set_what_if_axis(WhatIf& w, const std::string& axis, double v, const std::string& where) {
   auto in = [&](double lo, double hi) {
     if (!(std::isfinite(v) && v >= lo && v <= hi)) throw InputError(where, "must be in [" + fmt_number(lo) + ", " + fmt_number(hi) + "], got " + fmt_number(v));

@@ -32,6 +32,10 @@ ClusterSpec apply_what_if(const ClusterSpec& c, const WhatIf& w);
 
 // The axis names a sweep file's "what_if" object and the sweep flags accept.
 const std::vector<std::string>& what_if_axes();
+// The axes that reach a collective's time, in what_if_axes()' order: the links, their latencies, the
+// node size and GPU memory bandwidth (the textbook algorithms' reduction). FLOP/s and host launch
+// costs do not, so `dtsim collective` does not offer them.
+const std::vector<std::string>& collective_what_if_axes();
 // Sets one axis of `w` to `value`; InputError(where) when out of range.
 void set_what_if_axis(WhatIf& w, const std::string& axis, double value, const std::string& where);
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,8 +15,11 @@
 #include "study_cli.hpp"
 
 #include "core/json_util.hpp"
+#include "network/cluster.hpp"
+#include "network/collective.hpp"
 #include "sim/framework.hpp"
 #include "sim/strategy.hpp"
+#include "sim/whatif.hpp"
 
 using dtsim::Json;
 namespace fs = std::filesystem;
@@ -127,6 +131,157 @@ TEST_CASE("cli: collective --format json rows") {
   double busbw = j[3]["busbw_GBps"];
   CHECK(busbw > 100);
   CHECK(busbw < 450);
+}
+
+// Issue 24: collective takes predict's hardware what-ifs, parsed and applied by the same code
+// (cli/study_flags.cpp, sim/whatif.cpp), and says which it applied.
+namespace {
+Json collective_json(const std::string& args) {
+  auto r = dtsim_cli("collective --format json " + args);
+  INFO(args << "\n" << r.err);
+  REQUIRE(r.code == 0);
+  return Json::parse(r.out);
+}
+
+// The cells of a collective table's last row, split at blanks.
+std::vector<std::string> last_row_cells(const std::string& table) {
+  std::string row = table.substr(0, table.size() - 1);
+  row = row.substr(row.rfind('\n') + 1);
+  std::istringstream in(row);
+  std::vector<std::string> cells;
+  for (std::string cell; in >> cell;) cells.push_back(cell);
+  return cells;
+}
+}  // namespace
+
+TEST_CASE("cli: collective takes predict's link and node what-ifs and says which it applied") {
+  // Two nodes of one GPU each: the all-reduce crosses one 400 Gb/s NIC per GPU, and at 1 GiB the
+  // bandwidth term is all but the whole time, so twice the line rate all but halves it.
+  const std::string two_nodes = "--op allreduce --bytes 1G --gpus 2 --gpus-per-node 1";
+  const Json base = collective_json(two_nodes)[0], fast = collective_json(two_nodes + " --nic-Gbps 800")[0];
+  CHECK(base["nodes"] == 2);
+  CHECK(base["what_if"]["gpus_per_node"] == 1);
+  CHECK_FALSE(base["what_if"].contains("nic_Gbps"));
+  CHECK(fast["what_if"]["nic_Gbps"] == 800);
+  CHECK(fast["what_if"]["label"] == "NIC 800 Gb/s, 1 GPUs/node");
+  CHECK(fast["time_s"].get<double>() / base["time_s"].get<double>() == Approx(0.5).margin(0.02));
+  CHECK(fast["busbw_GBps"].get<double>() / base["busbw_GBps"].get<double>() == Approx(2).margin(0.08));
+  // The numbers are the library's on the cluster apply_what_if makes: one path for every command.
+  dtsim::WhatIf w;
+  dtsim::set_what_if_axis(w, "nic_Gbps", 800, "nic_Gbps");
+  dtsim::set_what_if_axis(w, "gpus_per_node", 1, "gpus_per_node");
+  const dtsim::ClusterSpec c = dtsim::apply_what_if(dtsim::load_cluster("h100-sxm"), w);
+  const double library_s =
+      dtsim::make_collective_algorithm("auto")->time_s(dtsim::CollectiveOp::AllReduce, 1073741824.0, dtsim::place(c, 2), c);
+  CHECK(fast["time_s"].get<double>() == Approx(library_s).epsilon(1e-12));
+
+  // --gpus-per-node changes the nodes the GPUs are placed on, in the JSON and in the table.
+  CHECK(collective_json("--bytes 1M --gpus 16")[0]["nodes"] == 2);
+  CHECK(collective_json("--bytes 1M --gpus 16 --gpus-per-node 4")[0]["nodes"] == 4);
+  auto plain = dtsim_cli("collective --bytes 1M --gpus 16"), four = dtsim_cli("collective --bytes 1M --gpus 16 --gpus-per-node 4");
+  REQUIRE(plain.code == 0);
+  REQUIRE(four.code == 0);
+  // As predict's table: a first line naming the what-ifs, none when there are none.
+  CHECK(plain.out.rfind("what-if", 0) == std::string::npos);
+  CHECK(collective_json("--bytes 1M")[0]["what_if"]["label"] == "as specified");
+  CHECK(four.out.rfind("what-if: 4 GPUs/node\n", 0) == 0);
+  REQUIRE(last_row_cells(plain.out).size() > 2);
+  REQUIRE(last_row_cells(four.out).size() > 2);
+  CHECK(last_row_cells(plain.out)[2] == "2");
+  CHECK(last_row_cells(four.out)[2] == "4");
+
+  // Each of the other axes moves the collective it reaches.
+  auto time_s = [](const std::string& args) { return collective_json(args)[0]["time_s"].get<double>(); };
+  CHECK(time_s("--bytes 1G --gpus 8 --intra-node-GBps 900") < 0.6 * time_s("--bytes 1G --gpus 8"));
+  CHECK(time_s("--bytes 1G --gpus 8 --intra-node-bandwidth-scale 2") < 0.6 * time_s("--bytes 1G --gpus 8"));
+  CHECK(time_s("--bytes 1G --gpus 16 --gpus-per-node 1 --inter-node-bandwidth-scale 2 --cluster-nodes 16") <
+        0.6 * time_s("--bytes 1G --gpus 16 --gpus-per-node 1 --cluster-nodes 16"));
+  CHECK(time_s("--bytes 4 --gpus 16 --latency-scale 0.5") < 0.6 * time_s("--bytes 4 --gpus 16"));
+  // GPU memory bandwidth: the textbook ring's reduction reads two operands and writes one.
+  CHECK(time_s("--bytes 1G --gpus 8 --algo ring --memory-bandwidth-scale 0.1") > time_s("--bytes 1G --gpus 8 --algo ring"));
+
+  // --cluster-nodes makes room for a job a smaller node leaves no room for (h100-sxm: 128 nodes).
+  CHECK(dtsim_cli("collective --bytes 1M --gpus 256 --gpus-per-node 1").code == 2);
+  CHECK(collective_json("--bytes 1M --gpus 256 --gpus-per-node 1 --cluster-nodes 256")[0]["nodes"] == 256);
+
+  // Help lists the what-ifs a collective sees, and not those it does not (FLOP/s, launch costs).
+  auto help = dtsim_cli("collective --help");
+  REQUIRE(help.code == 0);
+  for (const char* flag : {"--gpus-per-node", "--nic-Gbps", "--inter-node-bandwidth-scale", "--intra-node-GBps", "--intra-node-bandwidth-scale",
+                           "--latency-scale", "--memory-bandwidth-scale", "--cluster-nodes"}) {
+    INFO(flag);
+    CHECK(help.out.find(flag) != std::string::npos);
+  }
+  CHECK(help.out.find("--flops-scale") == std::string::npos);
+  CHECK(help.out.find("--launch-overhead-scale") == std::string::npos);
+}
+
+TEST_CASE("cli: collective on faster links or lower latency is never slower, across sizes and GPU counts") {
+  struct Chain {
+    std::string flag;
+    std::vector<std::string> values;  // each better hardware than the one before
+  };
+  const std::vector<Chain> chains = {{"--nic-Gbps", {"100", "400", "800"}},
+                                     {"--inter-node-bandwidth-scale", {"0.5", "1", "2"}},
+                                     {"--intra-node-GBps", {"100", "450", "900"}},
+                                     {"--intra-node-bandwidth-scale", {"0.5", "1", "2"}},
+                                     {"--latency-scale", {"2", "1", "0.5"}}};
+  int compared = 0;
+  std::map<std::string, int> faster;  // per flag: comparisons where the better value was faster (not vacuous)
+  for (const char* algo : {"auto", "ring"})
+    for (int gpus : {2, 4, 8, 16, 64})
+      for (const Chain& chain : chains) {
+        const std::string args = std::string("--op allreduce --bytes 4..1G:x4 --algo ") + algo + " --gpus " + std::to_string(gpus) + " " + chain.flag + " ";
+        Json prev = collective_json(args + chain.values[0]);
+        for (size_t i = 1; i < chain.values.size(); ++i) {
+          const Json rows = collective_json(args + chain.values[i]);
+          REQUIRE(rows.size() == prev.size());
+          for (size_t k = 0; k < rows.size(); ++k) {
+            INFO(args << chain.values[i - 1] << " -> " << chain.values[i] << ", bytes " << rows[k]["bytes"]);
+            CHECK(rows[k]["time_s"].get<double>() <= prev[k]["time_s"].get<double>() * (1 + 1e-9));
+            ++compared;
+            faster[chain.flag] += rows[k]["time_s"].get<double>() < prev[k]["time_s"].get<double>() * (1 - 1e-6);
+          }
+          prev = rows;
+        }
+      }
+  CHECK(compared == 2 * 5 * 5 * 2 * 15);
+  for (const Chain& chain : chains) {
+    INFO(chain.flag);
+    CHECK(faster[chain.flag] > 0);
+  }
+}
+
+TEST_CASE("cli: collective's what-if flags refuse bad values with one line naming the flag and the rule") {
+  struct Case {
+    std::string args, must_say;
+  };
+  const Case cases[] = {
+      {"--nic-Gbps 0", "--nic-Gbps: must be in [0.001, 8000000], got 0"},
+      {"--nic-Gbps fast", "--nic-Gbps: 'fast' is not a number"},
+      {"--nic-Gbps 100,200", "--nic-Gbps: takes one value here"},
+      {"--intra-node-GBps -5", "--intra-node-GBps: '-5' must be in [0, "},
+      {"--intra-node-bandwidth-scale 0", "--intra-node-bandwidth-scale: must be in [0.001, 1000], got 0"},
+      {"--inter-node-bandwidth-scale 2000", "--inter-node-bandwidth-scale: must be in [0.001, 1000], got 2000"},
+      {"--latency-scale nan", "--latency-scale: 'nan' is not a number"},
+      {"--memory-bandwidth-scale 5000", "--memory-bandwidth-scale: must be in [0.001, 1000], got 5000"},
+      {"--gpus-per-node 2.5", "--gpus-per-node: must be an integer, got 2.5"},
+      {"--gpus-per-node 0", "--gpus-per-node: must be in [1, 1024], got 0"},
+      {"--cluster-nodes 0", "--cluster-nodes: must be in [1, "},
+      {"--gpus 256 --gpus-per-node 1", "--gpus: 256 GPUs exceed cluster 'h100-sxm' (128 nodes x 1 GPUs = 128)"},
+      // Not offered: FLOP/s and launch costs do not reach a collective.
+      {"--flops-scale 2", "--flops-scale"},
+      {"--launch-overhead-scale 2", "--launch-overhead-scale"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.args);
+    auto r = dtsim_cli("collective --bytes 1M " + c.args);
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(c.must_say) != std::string::npos);
+    CHECK(r.out.empty());
+  }
 }
 
 TEST_CASE("cli: --help everywhere exits 0") {

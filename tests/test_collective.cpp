@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -7,6 +8,7 @@
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
 #include "network/impl/ring.hpp"
+#include "sim/whatif.hpp"
 
 using namespace dtsim;
 
@@ -88,6 +90,32 @@ TEST_CASE("placement fills nodes and refuses jobs larger than the cluster") {
   CHECK_THROWS_AS(place(c, 0), InputError);
   CHECK_THROWS_WITH(place(c, 1025), Catch::Matchers::Contains("--gpus"));
   CHECK_THROWS_AS(make_collective_algorithm("magic"), InputError);
+}
+
+// `dtsim collective` offers collective_what_if_axes(): every one must move some collective's time,
+// and every axis left out must move none (a flag that changed nothing would be a silent no-op).
+TEST_CASE("the what-if axes dtsim collective offers are exactly those that reach a collective") {
+  const ClusterSpec base = h100();
+  auto changed = [](const std::string& axis) {
+    WhatIf w;
+    const double value = axis == "intra_node_GBps" ? 100 : axis == "nic_Gbps" ? 100 : axis == "gpus_per_node" ? 4 : 2;
+    set_what_if_axis(w, axis, value, axis);
+    return w;
+  };
+  const auto& offered = collective_what_if_axes();
+  for (const auto& axis : what_if_axes()) {
+    const ClusterSpec c = apply_what_if(base, changed(axis));
+    bool reaches = false;
+    for (const auto& name : collective_algorithm_names()) {
+      auto algo = make_collective_algorithm(name);
+      for (CollectiveOp op : all_collective_ops())
+        for (int gpus : {2, 16})
+          for (double bytes : {4.0, 1048576.0, 1073741824.0})
+            if (algo->supports(op)) reaches |= algo->time_s(op, bytes, place(c, gpus), c) != algo->time_s(op, bytes, place(base, gpus), base);
+    }
+    INFO(axis);
+    CHECK(reaches == (std::find(offered.begin(), offered.end(), axis) != offered.end()));
+  }
 }
 
 TEST_CASE("cluster files are validated field by field") {
