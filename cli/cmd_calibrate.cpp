@@ -23,6 +23,10 @@ class CalibrateCommand : public Command {
     c->add_option("--out", out_, "Write the calibrated cluster JSON to FILE (atomically)");
     c->add_option("--op", op_, "The collective an nccl-tests log measured, when the log does not say");
     gpus_opt_ = c->add_option("--gpus", gpus_, "GPUs of an nccl-tests log that lists no ranks");
+    gpn_opt_ = c->add_option("--gpus-per-node", gpus_per_node_,
+                             "How the measured GPUs sat: G per node, so a run of p GPUs spanned ceil(p/G) nodes and its network "
+                             "constants (collectives.nccl network latencies, link_efficiency.net) are fitted; 1 for NCCL on sockets "
+                             "between the GPUs of one host (an emulated cluster). Default: the measurement's own node count, else one node");
     c->add_option("--format", format_, "Report format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
     return c;
   }
@@ -38,9 +42,19 @@ class CalibrateCommand : public Command {
       if (gpus_ < 1) throw InputError("--gpus", "must be at least 1, got " + std::to_string(gpus_));
       gpus = gpus_;
     }
+    if (gpn_opt_->count() && gpus_per_node_ < 1)
+      throw InputError("--gpus-per-node", "must be at least 1, got " + std::to_string(gpus_per_node_));
     MeasuredSet all;
     for (const auto& m : measured_) {
       MeasuredSet s = read_measured(m, op, gpus);
+      if (gpn_opt_->count())
+        for (auto& p : s.points) {
+          const int nodes = (p.gpus + gpus_per_node_ - 1) / gpus_per_node_;
+          if (p.nodes > 1 && p.nodes != nodes)
+            throw InputError(p.where, "the measurement ran on " + std::to_string(p.nodes) + " nodes, not the " + std::to_string(nodes) +
+                                          " that --gpus-per-node " + std::to_string(gpus_per_node_) + " gives for " + std::to_string(p.gpus) + " GPUs");
+          p.nodes = nodes;
+        }
       all.points.insert(all.points.end(), s.points.begin(), s.points.end());
       all.files.insert(all.files.end(), s.files.begin(), s.files.end());
       if (!s.gpu.empty()) all.gpu = s.gpu;
@@ -96,6 +110,8 @@ class CalibrateCommand : public Command {
   std::string cluster_ = "h100-sxm", out_, op_, format_ = "table";
   int gpus_ = 0;
   CLI::Option* gpus_opt_ = nullptr;
+  int gpus_per_node_ = 0;
+  CLI::Option* gpn_opt_ = nullptr;
 };
 
 }  // namespace

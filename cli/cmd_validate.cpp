@@ -16,6 +16,9 @@ class ValidateCommand : public Command {
     c->add_option("--measured", measured_, "Measured-run JSON file or folder of them (repeatable)")->required();
     c->add_option("--framework", opt_.framework,
                   "Framework profile (configs/frameworks: " + join_names(framework_presets()) + ") or JSON file; default: each run's own framework");
+    c->add_option("--cluster", opt_.cluster,
+                  "Cluster preset name or JSON file to predict every run on (its GPU must be the runs'); default: each run's GPU preset")
+        ->check([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); });
     c->add_option("--compute-model", opt_.compute_model, "Kernel times: " + join_names(compute_model_names()))->capture_default_str();
     c->add_option("--algo", opt_.algo, "All-reduce algorithm")->capture_default_str();
     c->add_flag("--layers", layers_, "Also print per-layer measured and predicted times (table format)");

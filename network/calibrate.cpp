@@ -39,10 +39,11 @@ double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double share_start(double v) { return logit(std::clamp(v, 1e-3, 0.995)); }
 
 std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw, const NcclTuning& base) {
-  bool intra = false, inter = false;
+  bool intra = false, inter = false, one_gpu_per_node = true;
   std::set<int> ops;
   for (const auto& m : pts) {
     (m.nodes > 1 ? inter : intra) = true;
+    one_gpu_per_node = one_gpu_per_node && m.gpus == m.nodes;
     ops.insert(static_cast<int>(m.op));
   }
   std::vector<Knob> k;
@@ -76,6 +77,19 @@ std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw,
                  }});
     k.push_back({"link_efficiency.net", share_start(base.link_efficiency[kHwNet]),
                  [](NcclTuning& t, const NcclTuning&, double x) { t.link_efficiency[kHwNet] = sigmoid(x); }});
+    // Where every GPU is a node of its own (NCCL on sockets between a host's GPUs, single-GPU
+    // nodes), nothing else sets what each protocol costs: it comes from these points, its
+    // latency, and for LL and LL128 a share of their table bandwidth, never more, so that neither
+    // outruns Simple on a large message (a free factor let one fit run 512 MiB on LL128 at 3.4x
+    // its table rate).
+    if (one_gpu_per_node) {
+      for (int p = 0; p < kNcclProtos; ++p)
+        k.push_back({std::string("cost_correction.latency.") + nccl_proto_name(p), std::log(base.cost_latency_scale[p]),
+                     [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_latency_scale[p] = std::exp(x); }});
+      for (int p : {kNcclLL, kNcclLL128})
+        k.push_back({std::string("cost_correction.bandwidth.") + nccl_proto_name(p), share_start(base.cost_bandwidth_scale[p]),
+                     [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_bandwidth_scale[p] = sigmoid(x); }});
+    }
   }
   // Collectives drive the links unequally well: all-reduce (or the first collective measured)
   // anchors the link efficiency, the others get a factor each.

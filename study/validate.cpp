@@ -305,7 +305,10 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
   } catch (const InputError& e) {
     throw InputError(run.file + ": $.model", e.rule());
   }
-  ClusterSpec c = load_cluster(run.cluster);
+  ClusterSpec c = load_cluster(opt.cluster.empty() ? run.cluster : opt.cluster);
+  if (!opt.cluster.empty() && c.gpu.name != load_cluster(run.cluster).gpu.name)
+    throw InputError(run.file + ": $.provenance.gpu.name", "the run's GPU (" + run.gpu_name + ") is not --cluster " + opt.cluster + "'s (" + c.gpu.name + ")");
+  if (!opt.cluster.empty()) row.run.cluster = opt.cluster;
   if (run.scheme == "hierarchical" || run.scheme == "hierarchical-leader") {
     try {
       c = split_node_cluster(c, run.group_size);

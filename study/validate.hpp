@@ -89,6 +89,10 @@ struct ValidationOptions {
   std::string framework;  // profile name or file; empty: each run's own framework
   std::string compute_model = "auto";
   std::string algo = "auto";
+  // A cluster preset or file to predict every run on, instead of the preset of each run's GPU: the
+  // calibrated cluster a run's network was measured on (an emulated socket cluster, a real one).
+  // Its GPU must be the run's.
+  std::string cluster;
 };
 
 ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt);

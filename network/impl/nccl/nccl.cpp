@@ -29,7 +29,9 @@ struct Steps {
 // Ring steps of one call and how many of them cross the network.
 Steps ring_steps(CollectiveOp op, const NcclJob& j) {
   switch (op) {
-    case CollectiveOp::AllReduce: return {2 * (j.ranks - 1), j.nodes > 1 ? 2 * j.nodes : 0};
+    // NCCL's tables count 2 x nodes network steps, more than a ring of one GPU per node has steps
+    // at all (2 nodes: 4 of 2); as a time, no more steps cross the network than the ring takes.
+    case CollectiveOp::AllReduce: return {2 * (j.ranks - 1), j.nodes > 1 ? std::min(2 * j.nodes, 2 * (j.ranks - 1)) : 0};
     case CollectiveOp::ReduceScatter:
     case CollectiveOp::AllGather: return {j.ranks - 1, j.nodes - 1};
     case CollectiveOp::Broadcast:
