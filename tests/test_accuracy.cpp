@@ -98,3 +98,22 @@ TEST_CASE("accuracy: H200 runs predicted from H100 predictors alone within the i
   CHECK(s.n == 81);
   CHECK(s.median <= 0.10);
 }
+
+TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached") {
+  // Eager channels_last / AdamW / contiguous runs on 1 H100 (74) and 2 H200s (11), and the compiled
+  // runs. The issue's targets (5% median where the GPU paces, 10% overall) are met only in part
+  // (docs/accuracy.md, "Training modes"); these are the figures reached, so that they only improve.
+  struct Case {
+    const char* folder;
+    size_t runs;
+    double median;
+  };
+  for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.07}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.085},
+                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.035},
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 4, 0.14}}) {
+    Stats s = abs_errors(validate_folder(c.folder));
+    INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
+    CHECK(s.n == c.runs);
+    CHECK(s.median <= c.median);  // reached: 6.7%, 8.4%, 3.1%, 13.4%
+  }
+}
