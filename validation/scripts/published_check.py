@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def predict(dtsim, e, compute_model):
     cmd = [dtsim, "predict", "--model", e["model"], "--cluster", e["gpu_preset"], "--gpus", str(e["gpus"]),
            "--batch-per-gpu", str(e["batch_per_gpu"]), "--precision", e["precision"], "--compute-model", compute_model,
-           "--format", "json"]
+           "--memory-format", e.get("memory_format", "contiguous"), "--format", "json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit("published_check: %s failed (exit %d): %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
