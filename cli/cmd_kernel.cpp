@@ -6,6 +6,8 @@
 #include "core/output.hpp"
 #include "workload/kernel_spec.hpp"
 #include "compute/compute_model.hpp"
+#include "sim/framework.hpp"
+#include "sim/predict.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -30,11 +32,16 @@ class KernelCommand : public Command {
     c->add_option("--dtype", dtype_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16")->capture_default_str();
     c->add_option("--shape", shape_,
                   "Comma-separated NAME=VALUE: conv2d N,C,H,W,K,R,S,stride,pad,dil,groups; gemm M,N,K (C[MxN] = A[MxK] B[KxN]); batchnorm "
-                  "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add elements; softmax_ce N,classes; sgd_update params; eltwise read,written "
-                  "(elements)")
+                  "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add elements; softmax_ce N,classes; sgd_update and adam_update params; "
+                  "eltwise read,written (elements)")
         ->required();
-    c->add_option("--variant", variant_, "activation: relu (default), relu6, ...; pool: max (default) or avg; eltwise: the lowering's name "
-                  "(bias_add, bias_grad, ...), which framework profiles key on");
+    c->add_option("--variant", variant_, "activation: relu (default), relu6, ...; pool: max (default) or avg; adam_update: adamw (default) "
+                  "or adam; eltwise: the lowering's name (bias_add, bias_grad, ...), which framework profiles key on");
+    c->add_option("--framework", framework_,
+                  "Price the kernel as this framework runs it (configs/frameworks: " + join_names(framework_presets()) +
+                      ", or a JSON file): its own kernels' measured time ratios, and adam_update from the SGD update of the same parameters "
+                      "times the bytes its optimizer passes move, as predict does. Default: none (the library kernel; adam_update from "
+                      "SGD's at the fused kernels' 28 against 20 bytes per parameter)");
     c->add_option("--memory-format", memory_format_,
                   "The tensors' memory format, in PyTorch's words: contiguous (NCHW) or channels_last (NHWC; conv2d only)")
         ->capture_default_str();
@@ -47,8 +54,13 @@ class KernelCommand : public Command {
     KernelDesc k = parse_kernel_spec({kind_, pass_, dtype_, shape_, variant_, memory_format_});
     // The format is named only where it is channels_last, so contiguous kernels print as before.
     const bool nhwc = k.format == MemoryFormat::ChannelsLast;
-    GpuSpec gpu = load_gpu_flag(gpu_);
-    auto model = make_compute_model(model_, gpu);
+    // The compute model as predict wraps it for a cluster of this GPU: with a framework's tables when
+    // one is named, so that one kernel here is priced exactly as inside a prediction.
+    ClusterSpec c;
+    c.gpu = load_gpu_flag(gpu_);
+    if (!framework_.empty()) c = apply_framework(c, load_framework(framework_));
+    const GpuSpec& gpu = c.gpu;
+    auto model = cluster_compute_model(model_, c);
     KernelTime t = model->time(k);
     const std::string source = t.source == TimeSource::Mlp ? "mlp" : "roofline";
     if (format_ == "json") {
@@ -56,6 +68,7 @@ class KernelCommand : public Command {
              {"bytes", k.bytes}, {"source", source}, {"in_range", t.in_range}, {"memory_bound", t.memory_bound},
              {"physics_floor_s", physics_floor_s(k, gpu)}, {"note", model->note()}};
       if (nhwc) j["memory_format"] = memory_format_name(k.format);
+      if (!framework_.empty()) j["framework"] = c.framework.name;
       emit("", dump(j));
     } else {
       Table tab{{"kernel", "time", "FLOPs", "bytes", "TFLOP/s", "GB/s", "source"}, {}};
@@ -88,7 +101,7 @@ class KernelCommand : public Command {
     }
   }
 
-  std::string gpu_, kind_, pass_, dtype_ = "fp32", shape_, variant_, memory_format_ = "contiguous", model_ = "auto", format_ = "table";
+  std::string gpu_, kind_, pass_, dtype_ = "fp32", shape_, variant_, memory_format_ = "contiguous", model_ = "auto", format_ = "table", framework_;
 };
 
 }  // namespace

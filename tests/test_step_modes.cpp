@@ -11,6 +11,7 @@
 #include "study/validate.hpp"
 #include "study/study.hpp"
 #include "sim/framework.hpp"
+#include "workload/kernel_spec.hpp"
 #include "workload/model_json.hpp"
 
 using namespace dtsim;
@@ -153,4 +154,28 @@ TEST_CASE("sweep files and sweeps price the run's mode, and name a wrong field")
   const ClusterSpec c = apply_framework(load_cluster("h100-sxm"), load_framework("pytorch"));
   CHECK(r.rows[0].p.iteration_s == Approx(iteration_s(load_model("resnet18"), c, 64, Precision::BF16, m)).epsilon(1e-9));
   CHECK_THROWS_WITH(parse_sweep(Json::parse(head + R"("optimizer":"lamb"})"), "s.json"), Catch::Contains("s.json") && Catch::Contains("$.optimizer"));
+}
+
+TEST_CASE("dtsim kernel prices an Adam update as a prediction does") {
+  // Every adam_update of resnet18's AdamW step, spelled as `dtsim kernel --kind adam_update --shape
+  // params=P [--framework pytorch]`, costs what the prediction's compute model charges for it.
+  StepMode m;
+  m.optimizer = Optimizer::AdamW;
+  const IterationKernels it = lower_iteration(load_model("resnet18"), 64, Precision::BF16, m);
+  for (const std::string fw : {"", "pytorch"}) {
+    ClusterSpec c = load_cluster("h100-sxm");
+    if (!fw.empty()) c = apply_framework(c, load_framework(fw));
+    const auto model = cluster_compute_model("auto", c);
+    int checked = 0;
+    for (const KernelDesc& k : it.update) {
+      if (k.kind != KernelKind::AdamUpdate) continue;
+      const KernelDesc spec = parse_kernel_spec({"adam_update", "update", "bf16", "params=" + std::to_string(k.shape[0]), "adamw"});
+      INFO(fw << " " << k.shape[0] << " parameters");
+      CHECK(model->time(spec).seconds == Approx(model->time(k).seconds).epsilon(1e-12));
+      ++checked;
+    }
+    CHECK(checked > 10);
+  }
+  CHECK_THROWS_WITH(parse_kernel_spec({"adam_update", "update", "bf16", "params=10", "lamb"}), Catch::Contains("--variant"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"adam_update", "fwd", "bf16", "params=10", ""}), Catch::Contains("--pass"));
 }

@@ -13,7 +13,8 @@ namespace dtsim {
 const std::vector<KernelKind>& spec_kinds() {
   static const std::vector<KernelKind> k = {KernelKind::Conv2d, KernelKind::Gemm,      KernelKind::BatchNorm,
                                             KernelKind::Activation, KernelKind::Pool,  KernelKind::Add,
-                                            KernelKind::SoftmaxCE,  KernelKind::SgdUpdate, KernelKind::Eltwise};
+                                            KernelKind::SoftmaxCE,  KernelKind::SgdUpdate, KernelKind::AdamUpdate,
+                                            KernelKind::Eltwise};
   return k;
 }
 
@@ -24,7 +25,8 @@ std::vector<Pass> passes_of(KernelKind kind) {
   switch (kind) {
     case KernelKind::Conv2d: return {Pass::Fwd, Pass::BwdData, Pass::BwdFilter};
     case KernelKind::Gemm: return {Pass::Fwd, Pass::BwdData, Pass::BwdWeight};
-    case KernelKind::SgdUpdate: return {Pass::Update};
+    case KernelKind::SgdUpdate:
+    case KernelKind::AdamUpdate: return {Pass::Update};
     default: return {Pass::Fwd, Pass::Bwd};
   }
 }
@@ -120,6 +122,11 @@ void read_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
     case KernelKind::Add: s = {f.get("elements"), f.get("inputs", 2)}; break;
     case KernelKind::SoftmaxCE: s = {f.get("N"), f.get("classes")}; break;
     case KernelKind::SgdUpdate: s = {f.get("params")}; break;
+    case KernelKind::AdamUpdate:  // torch.optim.Adam or AdamW, as the lowering names them
+      s = {f.get("params")};
+      if (variant != "" && variant != "adamw" && variant != "adam") throw InputError("--variant", "adam_update takes adamw (default) or adam");
+      k.variant = variant == "adam" ? "adam" : "adamw";
+      break;
     case KernelKind::Eltwise:
       s = {f.get("read"), f.get("written")};
       k.variant = intern_variant(variant);
