@@ -72,8 +72,8 @@ TEST_CASE("emulated cluster: harness DDP runs on the calibrated socket clusters"
 
 TEST_CASE("emulated cluster: PyTorch DDP runs where the network sets the pace") {
   // alexnet and vgg16 (61 and 138 M parameters): communication is 60-90% of the iteration. The
-  // host-paced models (resnet18/50, mobilenet_v2) are predicted 25-34% fast, as their 1-GPU runs on
-  // this host are (16-24%): not held here, docs/accuracy.md.
+  // host-paced models (resnet18/50, mobilenet_v2) are predicted 25-34% fast, as their 2-GPU runs on
+  // NVLink on the same host are (34%): not held here, docs/accuracy.md.
   for (const std::string s : {"s1x1", "s2x2"})
     for (const auto& r : validate_on(s + "/pytorch", s)) {
       if (r.run.model != "alexnet" && r.run.model != "vgg16") continue;
