@@ -50,6 +50,15 @@ int64_t to_int(double v) {
   return static_cast<int64_t>(std::clamp(v, -0x1p62, 0x1p62));
 }
 
+// A double rounded to float, saturating at float's range as a float computation would overflow to
+// infinity (a plain conversion of an out-of-range double is undefined).
+double to_float(double v) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (v > kMax) return std::numeric_limits<double>::infinity();
+  if (v < -kMax) return -std::numeric_limits<double>::infinity();
+  return std::isnan(v) ? v : static_cast<float>(v);
+}
+
 // The inputs and attributes of the node being evaluated.
 class Eval {
  public:
@@ -252,7 +261,7 @@ Known cast(const Eval& e) {
       if (!(std::fabs(v) < 0x1p63)) refuse("casts " + std::to_string(v) + " to an integer");
       v = std::trunc(v);
     } else if (y.type == T::FLOAT) {
-      v = static_cast<float>(v);
+      v = to_float(v);
     }
   }
   return y;
@@ -540,7 +549,7 @@ onnx::TensorProto write_tensor(const Known& k, const std::string& name) {
   for (int64_t d : k.dims) t.add_dims(d);
   for (double v : k.values) {
     switch (k.type) {
-      case T::FLOAT: t.add_float_data(static_cast<float>(v)); break;
+      case T::FLOAT: t.add_float_data(static_cast<float>(to_float(v))); break;
       case T::DOUBLE: t.add_double_data(v); break;
       case T::INT64:
         t.add_int64_data(v >= 0x1p63 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(saturate(v, -0x1p63, 0x1p63)));
