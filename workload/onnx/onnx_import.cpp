@@ -46,9 +46,10 @@ const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueez
 const std::set<std::string> kShapeOps = {"Shape", "Size"};
 // Operators that read inputs for their values (a target shape, sizes, scales, axes, pads), by index:
 // ONNX takes the output shape from them, so the importer must know them (onnx_fold.hpp), and they are
-// never parameters. The first input of each is its data.
+// never parameters. The first input of each is its data. (Resize: sizes and scales; opset 10's
+// scales are input 1, later opsets' roi.)
 const std::map<std::string, std::vector<int>> kShapeInputs = {
-    {"Reshape", {1}}, {"Expand", {1}},    {"Tile", {1}},  {"Resize", {3, 2}},   {"Upsample", {1}},
+    {"Reshape", {1}}, {"Expand", {1}},    {"Tile", {1}},  {"Resize", {3, 2, 1}},   {"Upsample", {1}},
     {"Slice", {1, 2, 3, 4}}, {"Pad", {1}}, {"Split", {1}}, {"Squeeze", {1}}, {"Unsqueeze", {1}},
     {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}}};
 
