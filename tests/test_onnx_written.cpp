@@ -418,4 +418,18 @@ TEST_CASE("onnx: a shape input that cannot be known at import time is refused in
     CHECK(e.find("node '/shuffle/Div' (Div): divides by zero") != std::string::npos);
     CHECK(e.find('\n') == std::string::npos);
   }
+  {  // x.view(x.size(0), x.size(7)) on a 4-D tensor: an index past the shape's end (libonnx 1.12's own
+     // propagation of such a Gather read out of bounds).
+    Writer w("shape_index_past_end", {1, 3, 8, 8});
+    std::string y = w.conv("x", "conv1", 3, 8, 3);
+    std::string s = w.op("Shape", {y}, "/Shape");
+    std::string shape = w.op("Concat", {w.unsqueeze(w.size(s, 0, "/n"), "/u0"), w.unsqueeze(w.size(s, 7, "/f"), "/u1")}, "/Concat", "axis", {0});
+    w.head(w.op("Reshape", {y, shape}, "/view/Reshape"), 512);
+    const std::string& path = w.write();
+    std::string e = import_error(path);
+    INFO(e);
+    CHECK(e.find(path + ": node '/view/Reshape' (Reshape): its shape input '/Concat_output_0' is not known at import time: node '/f/Gather' (Gather): gathers index 7 of a dimension of 4") !=
+          std::string::npos);
+    CHECK(e.find('\n') == std::string::npos);
+  }
 }
