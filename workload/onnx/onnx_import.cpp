@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,6 +21,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "workload/onnx/onnx_fold.hpp"
 
 namespace dtsim {
 
@@ -33,8 +33,6 @@ namespace fs = std::filesystem;
 // dimensions far from int64 overflow.
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 constexpr int64_t kMaxElements = int64_t{1} << 40;
-// Constants read for their values (clip bounds, dropout ratios, axes) are small; bigger ones are weights.
-constexpr int64_t kMaxConstantElements = 4096;
 // Files bigger than this are weights, not graphs: protobuf cannot parse over 2 GiB anyway.
 constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{2} << 30;
 
@@ -46,6 +44,14 @@ const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Pow", "Max",
 const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Split", "Slice", "Gather", "Identity"};
 // Operators that compute shapes and constants, not activations: free, whatever they read.
 const std::set<std::string> kShapeOps = {"Shape", "Size"};
+// Operators that read inputs for their values (a target shape, sizes, scales, axes, pads), by index:
+// ONNX takes the output shape from them, so the importer must know them (onnx_fold.hpp), and they are
+// never parameters. The first input of each is its data. (Resize: sizes and scales; opset 10's
+// scales are input 1, later opsets' roi.)
+const std::map<std::string, std::vector<int>> kShapeInputs = {
+    {"Reshape", {1}}, {"Expand", {1}},    {"Tile", {1}},  {"Resize", {3, 2, 1}},   {"Upsample", {1}},
+    {"Slice", {1, 2, 3, 4}}, {"Pad", {1}}, {"Split", {1}}, {"Squeeze", {1}}, {"Unsqueeze", {1}},
+    {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}}};
 
 std::string lower_snake(const std::string& op) {
   // "LeakyRelu" -> "leaky_relu", "HardSwish" -> "hardswish" (dtsim's JSON spelling), "Relu" -> "relu".
@@ -88,55 +94,6 @@ bool is_float_type(int32_t t) {
   return t == T::FLOAT || t == T::FLOAT16 || t == T::BFLOAT16 || t == T::DOUBLE;
 }
 
-// The values of a small constant tensor, if the file holds them.
-std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t) {
-  using T = onnx::TensorProto;
-  int64_t n = 1;
-  for (int64_t d : t.dims()) {
-    if (d < 0 || d > kMaxConstantElements) return std::nullopt;
-    n *= d;
-  }
-  if (n > kMaxConstantElements) return std::nullopt;
-  if (t.data_location() == T::EXTERNAL) return std::nullopt;
-  std::vector<double> v;
-  auto take = [&](const auto& field) {
-    for (const auto& x : field) v.push_back(static_cast<double>(x));
-  };
-  switch (t.data_type()) {
-    case T::FLOAT: take(t.float_data()); break;
-    case T::DOUBLE: take(t.double_data()); break;
-    case T::INT64: take(t.int64_data()); break;
-    case T::INT32: case T::INT16: case T::INT8: case T::UINT8: case T::BOOL: take(t.int32_data()); break;
-    default: return std::nullopt;
-  }
-  if (v.empty() && t.has_raw_data()) {
-    const std::string& raw = t.raw_data();
-    auto read = [&](auto zero) {
-      using X = decltype(zero);
-      if (raw.size() != static_cast<size_t>(n) * sizeof(X)) return false;
-      for (int64_t i = 0; i < n; ++i) {
-        X x;
-        std::memcpy(&x, raw.data() + i * sizeof(X), sizeof(X));
-        v.push_back(static_cast<double>(x));
-      }
-      return true;
-    };
-    bool ok = false;
-    switch (t.data_type()) {
-      case T::FLOAT: ok = read(float{}); break;
-      case T::DOUBLE: ok = read(double{}); break;
-      case T::INT64: ok = read(int64_t{}); break;
-      case T::INT32: ok = read(int32_t{}); break;
-      case T::INT8: ok = read(int8_t{}); break;
-      case T::UINT8: case T::BOOL: ok = read(uint8_t{}); break;
-      default: break;
-    }
-    if (!ok) return std::nullopt;
-  }
-  if (static_cast<int64_t>(v.size()) != n) return std::nullopt;
-  return v;
-}
-
 struct TensorInfo {
   bool has_shape = false;
   std::vector<int64_t> dims;  // -1 where ONNX knows no value
@@ -163,6 +120,7 @@ class Importer {
     g_.source = "ONNX " + path_ + " (" + (model_.producer_name().empty() ? "unknown producer" : model_.producer_name() + " " + model_.producer_version()) +
                 ", opset " + std::to_string(opset_) + ")";
     const auto& graph = model_.graph();
+    check_shape_inputs();
     for (int i = 0; i < graph.node_size(); ++i) node(graph.node(i), i);
     outputs();
     check_shapes();
@@ -295,14 +253,173 @@ class Importer {
     }
   }
 
+  // ONNX shape inference and constant evaluation, in turn. ONNX infers the shapes it can; dtsim then
+  // evaluates every tensor whose value follows from the initializers, Constant nodes and the shapes
+  // known so far (onnx_fold.hpp) and gives those values to the next inference as initializers, until
+  // no new value feeds a node whose output shape ONNX could not infer. A graph whose shapes ONNX infers
+  // on its own takes one pass; each further pass goes one step further along a chain of computed
+  // shapes (a channel shuffle whose view reads the shape of the previous shuffle's output).
+  // libonnx's own data propagation (Shape -> Gather -> Concat into a Reshape) is off: dtsim evaluates
+  // those values itself, with bounds checks, where libonnx 1.12's Gather reads past the end of a shape
+  // (a segfault fuzz_onnx found on a Conv whose kernel_shape gives it the wrong rank).
   void infer() {
     check_nodes();
-    prepared_ = model_;  // kept to explain a missing shape later
-    try {
-      onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true);
-      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception& e) {
-      fail("ONNX shape inference failed: " + first_line(e.what()));
+    index_nodes();
+    for (const auto& t : model_.graph().initializer())
+      if (auto k = onnx_fold::read_tensor(t)) known_[t.name()] = *k;
+    const onnx::ModelProto skeleton = without_weight_values();
+    do {
+      prepared_ = with_known_values(skeleton);  // kept to explain a missing shape later
+      onnx::ModelProto inferred = prepared_;
+      try {
+        onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/false);
+        onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), options);
+      } catch (const std::exception& e) {
+        fail("ONNX shape inference failed: " + first_line(e.what()));
+      }
+      read_shapes(inferred.graph());
+    } while (evaluate_constants());
+  }
+
+  static bool default_domain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+  static bool shape_op(const onnx::NodeProto& n) { return default_domain(n) && kShapeOps.count(n.op_type()); }
+
+  // Which node writes each tensor, and which tensors are computed per sample: the input and what
+  // nodes compute from it, except through Shape and Size (node() below makes the same split into
+  // layers and free shape arithmetic).
+  void index_nodes() {
+    dynamic_ = {input_name_};
+    for (const auto& n : model_.graph().node()) {
+      bool reads = false;
+      for (const auto& in : n.input()) reads |= dynamic_.count(in) > 0;
+      for (const auto& out : n.output()) {
+        if (out.empty()) continue;
+        producer_[out] = &n;
+        if (reads && !shape_op(n)) dynamic_.insert(out);
+      }
+    }
+  }
+
+  // The model for inference, without the values of initializers too large to be read as values
+  // (weights: inference needs only their dimensions, and the model is copied once per pass).
+  onnx::ModelProto without_weight_values() const {
+    onnx::ModelProto m = model_;
+    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+      double n = 1;
+      for (int64_t d : t.dims()) n *= static_cast<double>(d);
+      if (n <= onnx_fold::kMaxElements) continue;
+      t.clear_raw_data(), t.clear_float_data(), t.clear_double_data(), t.clear_int32_data(), t.clear_int64_data();
+    }
+    return m;
+  }
+
+  // `skeleton` with every node whose outputs' values are all known replaced by initializers holding them.
+  onnx::ModelProto with_known_values(const onnx::ModelProto& skeleton) const {
+    onnx::ModelProto m = skeleton;
+    auto* graph = m.mutable_graph();
+    graph->clear_node();
+    for (const auto& n : skeleton.graph().node()) {
+      bool folded = n.output_size() > 0;
+      for (const auto& o : n.output()) folded &= o.empty() || known_.count(o) > 0;
+      if (!folded) {
+        *graph->add_node() = n;
+        continue;
+      }
+      for (const auto& o : n.output())
+        if (!o.empty()) *graph->add_initializer() = onnx_fold::write_tensor(known_.at(o), o);
+    }
+    return m;
+  }
+
+  // One pass in topological order over the nodes not computed per sample: the values that follow
+  // from those known. Returns whether a new value feeds a node whose output shape ONNX did not infer
+  // (another inference pass can use it). Why a node has no value is kept for the error messages.
+  bool evaluate_constants() {
+    onnx_fold::Lookup lookup{[this](const std::string& t) -> const onnx_fold::Known* {
+                               auto it = known_.find(t);
+                               return it == known_.end() ? nullptr : &it->second;
+                             },
+                             [this](const std::string& t) { return complete_shape(t); }, opset_};
+    std::set<std::string> fresh;
+    for (const auto& n : model_.graph().node()) {
+      if (!default_domain(n) || n.output_size() != 1 || known_.count(n.output(0)) || dynamic_.count(n.output(0))) continue;
+      onnx_fold::Result r = onnx_fold::evaluate(n, lookup);
+      if (r.outputs.empty()) {
+        if (!r.why_not.empty()) unevaluated_[&n] = r.why_not;
+        continue;
+      }
+      known_[n.output(0)] = std::move(r.outputs[0]);
+      fresh.insert(n.output(0));
+    }
+    for (const auto& n : model_.graph().node()) {
+      bool reads = false;
+      for (const auto& in : n.input()) reads |= fresh.count(in) > 0;
+      for (const auto& o : n.output())
+        if (reads && !o.empty() && !known_.count(o) && !complete_shape(o)) return true;
+    }
+    return false;
+  }
+
+  // The dimensions ONNX inferred for a tensor, if all are known.
+  const std::vector<int64_t>* complete_shape(const std::string& tensor) const {
+    auto it = shapes_.find(tensor);
+    if (it == shapes_.end() || !it->second.has_shape) return nullptr;
+    for (int64_t d : it->second.dims)
+      if (d < 0) return nullptr;
+    return &it->second.dims;
+  }
+
+  // A layer whose output shape depends on a value dtsim could not evaluate (a shape input computed
+  // from activations, or by an operator onnx_fold does not evaluate) is refused, naming the node and
+  // the cause, before the mapping stops at the first tensor without a shape with less to say.
+  void check_shape_inputs() {
+    for (const auto& n : model_.graph().node()) {
+      auto slots = kShapeInputs.find(n.op_type());
+      if (slots == kShapeInputs.end() || !default_domain(n)) continue;
+      bool layer = false, complete = true;
+      for (const auto& in : n.input()) layer |= dynamic_.count(in) > 0;
+      for (const auto& o : n.output()) complete &= o.empty() || complete_shape(o) != nullptr;
+      if (!layer || complete) continue;
+      for (int i : slots->second) {
+        if (i >= n.input_size() || n.input(i).empty() || known_.count(n.input(i))) continue;
+        if (auto why = unknown_because(n.input(i)))
+          fail_at(n, "its " + input_name(n, i) + " input '" + n.input(i) + "' is not known at import time: " + *why +
+                         "; dtsim prices fixed shapes: compute them from x.size() and constants");
+      }
+    }
+  }
+
+  // The schema's name of input i ("shape", "sizes", "starts").
+  std::string input_name(const onnx::NodeProto& n, int i) const {
+    const auto* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min<int64_t>(opset_, max_opset_)), "");
+    if (schema && i < static_cast<int>(schema->inputs().size())) return schema->inputs()[i].GetName();
+    return "#" + std::to_string(i);
+  }
+
+  // Why a tensor's value is not known, following the nodes that compute it back to the cause; none
+  // when the cause is a tensor shape ONNX did not infer (the mapping stops at the node lacking it).
+  std::optional<std::string> unknown_because(std::string t) const {
+    for (;;) {
+      auto p = producer_.find(t);
+      if (p == producer_.end())
+        return dynamic_.count(t) ? "it is computed from the values of the input '" + t + "'"
+                                 : "initializer '" + t + "' holds no value dtsim reads (stored outside the file, more than " +
+                                       std::to_string(onnx_fold::kMaxElements) + " elements, or not numbers)";
+      const onnx::NodeProto& n = *p->second;
+      const std::string where = "node '" + node_name(n) + "' (" + n.op_type() + ")";
+      if (dynamic_.count(t)) {  // back through shape arithmetic to the node that reads activations
+        auto in = std::find_if(n.input().begin(), n.input().end(), [&](const std::string& x) { return dynamic_.count(x) > 0; });
+        if (!default_domain(n) || !onnx_fold::evaluates(n.op_type()) || in == n.input().end()) return "it is computed from activations by " + where;
+        t = *in;
+        continue;
+      }
+      if (shape_op(n)) return std::nullopt;
+      auto why = unevaluated_.find(&n);
+      if (why != unevaluated_.end()) return where + ": " + why->second;
+      if (!default_domain(n)) return where + " is not of the ONNX domain, whose operators dtsim evaluates";
+      auto in = std::find_if(n.input().begin(), n.input().end(), [&](const std::string& x) { return !x.empty() && !known_.count(x); });
+      if (in == n.input().end()) return where + " was not evaluated";
+      t = *in;
     }
   }
 
@@ -312,7 +429,7 @@ class Importer {
       reason_ = "";
       try {
         onnx::ModelProto m = prepared_;
-        onnx::ShapeInferenceOptions options(false, /*error_mode=*/1, true);
+        onnx::ShapeInferenceOptions options(false, /*error_mode=*/1, false);
         onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), options);
       } catch (const std::exception& e) {
         reason_ = first_line(e.what());
@@ -321,8 +438,8 @@ class Importer {
     return *reason_;
   }
 
-  void collect() {
-    const auto& graph = model_.graph();
+  void read_shapes(const onnx::GraphProto& graph) {
+    shapes_.clear();
     auto take = [&](const onnx::ValueInfoProto& v) {
       TensorInfo info;
       if (v.type().has_tensor_type()) {
@@ -337,32 +454,17 @@ class Importer {
     for (const auto& v : graph.input()) take(v);
     for (const auto& v : graph.value_info()) take(v);
     for (const auto& v : graph.output()) take(v);
+    for (const auto& t : graph.initializer()) shapes_[t.name()] = TensorInfo{true, {t.dims().begin(), t.dims().end()}, t.data_type()};
+  }
+
+  void collect() {
+    const auto& graph = model_.graph();
     for (const auto& t : graph.initializer()) {
-      TensorInfo info{true, {t.dims().begin(), t.dims().end()}, t.data_type()};
-      shapes_[t.name()] = info;
       initializers_[t.name()] = &t;
       values_[t.name()] = Value{false, -1};
-      if (auto v = tensor_values(t)) constants_[t.name()] = *v;
     }
-    for (const auto& n : graph.node()) {
+    for (const auto& n : graph.node())
       for (const auto& in : n.input()) consumers_[in]++;
-      if (n.op_type() == "Constant" && n.output_size() == 1) {
-        for (const auto& a : n.attribute()) {
-          if (a.name() == "value" && a.has_t()) {
-            if (auto v = tensor_values(a.t())) constants_[n.output(0)] = *v;
-            if (!shapes_.count(n.output(0))) shapes_[n.output(0)] = TensorInfo{true, {a.t().dims().begin(), a.t().dims().end()}, a.t().data_type()};
-          } else if (a.name() == "value_float") {
-            constants_[n.output(0)] = {a.f()};
-          } else if (a.name() == "value_int") {
-            constants_[n.output(0)] = {static_cast<double>(a.i())};
-          } else if (a.name() == "value_floats") {
-            constants_[n.output(0)] = {a.floats().begin(), a.floats().end()};
-          } else if (a.name() == "value_ints") {
-            constants_[n.output(0)] = {a.ints().begin(), a.ints().end()};
-          }
-        }
-      }
-    }
     for (const auto& o : graph.output()) consumers_[o.name()]++;
     values_[input_name_] = Value{true, -1};
     const TensorInfo& in = shapes_[input_name_];
@@ -444,9 +546,9 @@ class Importer {
   // A scalar input that must be a constant (clip bounds, dropout ratio), if given.
   std::optional<double> const_scalar(const onnx::NodeProto& n, int i) {
     if (n.input_size() <= i || n.input(i).empty()) return std::nullopt;
-    auto it = constants_.find(n.input(i));
-    if (it == constants_.end() || it->second.size() != 1) return std::nullopt;
-    return it->second[0];
+    auto it = known_.find(n.input(i));
+    if (it == known_.end() || it->second.values.size() != 1) return std::nullopt;
+    return it->second.values[0];
   }
 
   // ---- building layers -----------------------------------------------------------------------------
@@ -486,10 +588,12 @@ class Importer {
   // The float initializers among a node's static inputs that no earlier layer counted: PyTorch's
   // parameters and buffers both become initializers; outside BatchNormalization (whose running
   // statistics are skipped) dtsim takes them as parameters.
+  // Inputs read for their values (kShapeInputs' operators: everything after the data) are not.
   int64_t trainable_elements(const onnx::NodeProto& n) {
     int64_t total = 0;
-    for (const auto& name : n.input()) {
-      const std::string& in = canonical(name);
+    int inputs = kShapeInputs.count(n.op_type()) ? std::min(n.input_size(), 1) : n.input_size();
+    for (int i = 0; i < inputs; ++i) {
+      const std::string& in = canonical(n.input(i));
       auto it = initializers_.find(in);
       if (it == initializers_.end() || !is_float_type(it->second->data_type()) || counted_.count(in)) continue;
       int64_t e = 1;
@@ -727,9 +831,9 @@ class Importer {
     const std::string& x = n.input(0);
     std::vector<int64_t> axes = attr_ints(n, "axes");
     if (axes.empty() && n.input_size() > 1) {  // opset 18 moved axes to an input
-      auto it = constants_.find(n.input(1));
-      if (it != constants_.end())
-        for (double a : it->second) axes.push_back(static_cast<int64_t>(a));
+      auto it = known_.find(n.input(1));
+      if (it != known_.end())
+        for (double a : it->second.values) axes.push_back(static_cast<int64_t>(a));
     }
     size_t r = rank(n, x);
     for (auto& a : axes)
@@ -914,7 +1018,7 @@ class Importer {
     if (op == "Softmax" || op == "LogSoftmax") return softmax(n, acts);
     if (kViews.count(op)) return views(n, acts);
     if (op == "Transpose") return transpose(n, acts);
-    if (op == "Pad" || op == "Expand" || op == "Tile") return eltwise(n, acts);
+    if (op == "Pad" || op == "Expand" || op == "Tile" || op == "Resize" || op == "Upsample") return eltwise(n, acts);
     unsupported(n, acts, "operator '" + op + "' is not supported");
   }
 
@@ -1011,7 +1115,10 @@ class Importer {
   std::unordered_map<std::string, TensorInfo> shapes_;
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, std::string> initializer_alias_;  // Identity outputs of initializers -> the initializer
-  std::unordered_map<std::string, std::vector<double>> constants_;
+  std::unordered_map<std::string, onnx_fold::Known> known_;                    // tensors whose values are known
+  std::unordered_map<const onnx::NodeProto*, std::string> unevaluated_;       // why a node has no value
+  std::unordered_map<std::string, const onnx::NodeProto*> producer_;          // tensor -> the node writing it
+  std::set<std::string> dynamic_;                                             // tensors computed per sample
   std::unordered_map<std::string, int> consumers_;
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, std::string> gate_input_;     // sigmoid output -> its input
@@ -1033,7 +1140,7 @@ class Importer {
 const std::vector<std::string>& onnx_supported_ops() {
   static const std::vector<std::string> ops = [] {
     std::set<std::string> s = {"Conv", "Gemm", "MatMul", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                               "ReduceMean", "Concat", "Dropout", "Softmax", "LogSoftmax", "Transpose", "Pad", "Expand", "Tile"};
+                               "ReduceMean", "Concat", "Dropout", "Softmax", "LogSoftmax", "Transpose", "Pad", "Expand", "Tile", "Resize", "Upsample"};
     s.insert(kUnaryActivations.begin(), kUnaryActivations.end());
     s.insert(kBinary.begin(), kBinary.end());
     s.insert(kViews.begin(), kViews.end());

@@ -1,10 +1,12 @@
 #pragma once
 // ONNX import: reads a model exported with torch.onnx.export (or any ONNX producer), runs ONNX shape
-// inference with the batch dimension set to the prediction's batch, and maps its operators to dtsim
-// layers (docs/onnx-import.md lists them). Only the graph and the initializers' dimensions are read:
+// inference with the batch dimension set to the prediction's batch (evaluating the shapes the graph
+// computes, such as x.view(x.size(0), ...)'s), and maps its operators to dtsim layers
+// (docs/onnx-import.md lists them). Only the graph and the initializers' dimensions are read:
 // weights may be stored outside the file, or not at all.
 //
-// libonnx and protobuf stay inside onnx_import.cpp: this header is all that other code sees.
+// libonnx and protobuf stay inside workload/onnx/ (onnx_import.cpp and the constant evaluation it
+// uses, onnx_fold.*): this header is all that other code sees.
 #include <string>
 #include <vector>
 
