@@ -392,3 +392,63 @@ TEST_CASE("channels_last convolutions take the NHWC predictors, contiguous ones 
     CHECK(a_nhwc.seconds < on_a100.time(nchw).seconds);
   }
 }
+
+TEST_CASE("ratio predictors: a channels_last time is the contiguous twin's time times the learned ratio") {
+  // dtsim-train-predictors --ratio writes such predictors (manifest ratio_of; kernels_mlp/README.md,
+  // "Tried: the ratio formulation"). Here one with a known output: log ratio = log(0.5) for every kernel.
+  const std::string root = (fs::temp_directory_path() / ("dtsim_ratio_" + std::to_string(::getpid()))).string();
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const PredictorSet shipped = load_predictors(pretrained_root() + "/h100-sxm");
+  KernelDesc nchw{KernelKind::Conv2d, Pass::Fwd, MathMode::BF16, 0, {128, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1}, "", 0, 0};
+  set_cost(nchw);
+  KernelDesc nhwc = nchw;
+  nhwc.format = MemoryFormat::ChannelsLast;
+  Mlp ratio;
+  ratio.key = predictor_key(nhwc);
+  ratio.ratio_of = predictor_key(nchw);
+  ratio.feature_names = feature_names(KernelKind::Conv2d);
+  const Eigen::Index nf = static_cast<Eigen::Index>(ratio.feature_names.size());
+  ratio.feature_mean = Eigen::VectorXf::Zero(nf);
+  ratio.feature_std = Eigen::VectorXf::Ones(nf);
+  ratio.target_mean = std::log(0.5f);
+  ratio.weights.push_back(Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(1, nf));
+  ratio.biases.push_back(Eigen::VectorXf::Zero(1));
+  std::vector<Mlp> mlps;
+  for (const auto& [key, m] : shipped.by_key)
+    if (key != ratio.key) mlps.push_back(m);
+  mlps.push_back(ratio);
+  Json manifest = shipped.manifest;
+  manifest.erase("predictors");
+  write_predictors(root + "/h100-sxm", manifest, mlps);
+  const PredictorSet set = load_predictors(root + "/h100-sxm");
+  REQUIRE(set.has_ratio_predictors);
+  REQUIRE(set.find(ratio.key)->ratio_of == "conv2d/fwd/bf16");
+  std::vector<double> t;
+  set.predict({nhwc}, t);  // no base given: not covered
+  CHECK(std::isnan(t[0]));
+
+  ::setenv("DTSIM_PREDICTOR_DIR", root.c_str(), 1);
+  {
+    MlpComputeModel on_h100(h100);
+    REQUIRE(on_h100.covers(nhwc));
+    const KernelTime base = on_h100.time(nchw), composed = on_h100.time(nhwc);
+    CHECK(composed.source == TimeSource::Mlp);
+    CHECK(composed.seconds == Approx(0.5 * base.seconds).epsilon(1e-6));
+    CHECK(predict_on_own_gpu(set, {nhwc})[0] == Approx(composed.seconds).epsilon(1e-6));
+    // Another GPU: the measured GPU's composed time, scaled by the roofline ratio like any other.
+    const GpuSpec a100 = load_gpu("a100-sxm");
+    MlpComputeModel on_a100(a100);
+    REQUIRE(on_a100.covers(nhwc));
+    const double fixed_diff_s = a100.kernel_overhead_s - h100.kernel_overhead_s;
+    const double scale = (RooflineModel(a100).time(nhwc).seconds - fixed_diff_s) / RooflineModel(h100).time(nhwc).seconds;
+    CHECK(on_a100.time(nhwc).seconds == Approx(composed.seconds * scale + fixed_diff_s).epsilon(1e-6));
+  }
+  ::unsetenv("DTSIM_PREDICTOR_DIR");
+  // A ratio predictor must name another predictor.
+  Json bad = load_json_file(root + "/h100-sxm/manifest.json");
+  for (Json& p : bad["predictors"])
+    if (p["key"] == ratio.key) p["ratio_of"] = ratio.key;
+  std::ofstream(root + "/h100-sxm/manifest.json") << bad.dump();
+  CHECK_THROWS_AS(load_predictors(root + "/h100-sxm"), InputError);
+  fs::remove_all(root);
+}

@@ -70,7 +70,23 @@ struct Options {
   // folder given, from the training rows of --data / --files (the files it was trained on).
   std::string add_ranges;
   double min_time_s = 0;  // --evaluate: only rows whose measured time is at least this
+  // Channels_last convolution predictors learn log(time / the contiguous twin's predicted time), the
+  // base being the shipped predictors of --gpu (MlpComputeModel); exported as ratio predictors (ratio_of).
+  bool ratio = false;
 };
+
+// --ratio: each channels_last row's base (its contiguous twin's time by the shipped predictors of the
+// GPU), and the key of the predictor the ratio multiplies, per ratio key.
+struct Ratio {
+  std::map<const Sample*, double> base;
+  std::map<std::string, std::string> of;
+};
+
+// The time a row's target is relative to: the base for a ratio key's rows, else the roofline baseline.
+double reference_s(const Sample& s, const Baseline& base, const Ratio* ratio) {
+  if (ratio && ratio->of.count(s.key)) return ratio->base.at(&s);
+  return base.seconds(s.kernel);
+}
 
 // How close a measured kernel came to the datasheet roofline (1: at the peak or the bandwidth).
 double roofline_fraction(const Sample& s, const Baseline& base) {
@@ -107,16 +123,23 @@ void progress(const std::string& key, int step, int steps, double loss) {
   std::fflush(stderr);
 }
 
-// Seconds predicted for `samples` by the exported MLP: the run-time path, not torch's.
-std::vector<double> predict_with(const Mlp& m, const std::vector<const Sample*>& samples, int sms, const Baseline& base) {
+// Seconds predicted for `samples` by the exported MLP: the run-time path, not torch's (a ratio
+// predictor times the bases --ratio computed, which are MlpComputeModel's).
+std::vector<double> predict_with(const Mlp& m, const std::vector<const Sample*>& samples, int sms, const Baseline& base,
+                                 const Ratio* ratio = nullptr) {
   std::vector<KernelDesc> ks;
-  for (const Sample* s : samples) ks.push_back(s->kernel);
+  std::vector<double> bases;
+  for (const Sample* s : samples) {
+    ks.push_back(s->kernel);
+    if (!m.ratio_of.empty()) bases.push_back(ratio->base.at(s));
+  }
   PredictorSet set;
   set.sm_count = sms;
   set.baseline = base;
   set.by_key.emplace(m.key, m);
+  set.has_ratio_predictors = !m.ratio_of.empty();
   std::vector<double> out;
-  set.predict(ks, out);
+  set.predict(ks, out, nullptr, m.ratio_of.empty() ? nullptr : &bases);
   return out;
 }
 
@@ -125,7 +148,8 @@ std::vector<double> predict_with(const Mlp& m, const std::vector<const Sample*>&
 // key's exported MLP has that constant input folded into its first layer's bias, so the file format
 // and inference are those of a single predictor.
 std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::vector<std::vector<const Sample*>>& groups, int sms,
-                             const Baseline& base, const Options& opt, const std::vector<int>& hidden, const std::string& seed_key) {
+                             const Baseline& base, const Options& opt, const std::vector<int>& hidden, const std::string& seed_key,
+                             const Ratio* ratio = nullptr) {
   const KernelKind kind = groups.front().front()->kernel.kind;
   std::vector<std::string> names = feature_names(kind);
   if (opt.extra_features) names.insert(names.end(), extra_feature_names(kind).begin(), extra_feature_names(kind).end());
@@ -147,7 +171,7 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
     f.clear();
     features(train[i]->kernel, sms, base, f, opt.extra_features);
     for (int64_t c = 0; c < nf; ++c) x(i, c) = static_cast<float>(f[c]);
-    y(i) = static_cast<float>(std::log(train[i]->time_s / base.seconds(train[i]->kernel)));
+    y(i) = static_cast<float>(std::log(train[i]->time_s / reference_s(*train[i], base, ratio)));
   }
   m.feature_mean = x.colwise().mean();
   m.feature_std = ((x.rowwise() - m.feature_mean.transpose()).array().square().colwise().sum() / std::max<int64_t>(n - 1, 1)).sqrt();
@@ -252,6 +276,7 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
   for (size_t gi = 0; gi < keys.size(); ++gi) {
     Mlp mk = m;
     mk.key = keys[gi];
+    if (ratio && ratio->of.count(mk.key)) mk.ratio_of = ratio->of.at(mk.key);
     // The training range of this key's own rows: inference clamps to it and calls the rest extrapolation.
     mk.feature_min = Eigen::VectorXf::Constant(nf, std::numeric_limits<float>::max());
     mk.feature_max = Eigen::VectorXf::Constant(nf, std::numeric_limits<float>::lowest());
@@ -393,7 +418,8 @@ int add_ranges(const std::string& dir, const std::map<std::string, std::vector<S
     std::vector<double> measured;
     for (const auto& s : it->second)
       if (!s.beyond && is_heldout(s.kernel)) held.push_back(&s), measured.push_back(s.time_s);
-    if (!held.empty() && p.contains("heldout") && p["heldout"].contains("mape")) {
+    // (A ratio predictor is trained with its range; its held-out error needs its base: left as trained.)
+    if (!held.empty() && m.ratio_of.empty() && p.contains("heldout") && p["heldout"].contains("mape")) {
       const ErrorStats e = error_stats(predict_with(clamped, held, set.sm_count, set.baseline), measured);
       Json& h = p["heldout"];
       if (!h.contains("mape_unclamped")) h["mape_unclamped"] = h["mape"];
@@ -430,6 +456,10 @@ int run(int argc, char** argv) {
   app.add_option("--add-ranges", opt.add_ranges,
                  "Write the training range of each predictor of this folder into its manifest, from the training rows of "
                  "--data/--files (no training)");
+  app.add_flag("--ratio", opt.ratio,
+               "Channels_last convolution predictors learn the ratio of their time to the contiguous twin's time by the "
+               "shipped predictors of --gpu (kernels_mlp/pretrained or $DTSIM_PREDICTOR_DIR), and are written as ratio "
+               "predictors (manifest ratio_of): time = base prediction x ratio");
   app.add_option("--min-time-s", opt.min_time_s, "--evaluate: score only rows measured at least this long (e.g. 20e-6)");
   app.add_flag("--validate", opt.validate,
                "Model selection: train on the training shapes whose hash is 2-4 mod 5 and report the error on those with 1 mod 5; "
@@ -507,6 +537,7 @@ int run(int argc, char** argv) {
                               {"ensemble", opt.ensemble},
                               {"split", "held-out: shapes whose FNV-1a hash is 0 mod 5"}};
   if (opt.bag) manifest["trained_with"]["bag"] = true;  // the newer options, recorded when used
+  if (opt.ratio) manifest["trained_with"]["ratio"] = true;
   if (!opt.joint.empty()) manifest["trained_with"]["joint"] = opt.joint;
   if (opt.batch != 1024) manifest["trained_with"]["batch"] = opt.batch;
   if (opt.extra_features) manifest["trained_with"]["extra_features"] = true;
@@ -522,6 +553,35 @@ int run(int argc, char** argv) {
       manifest["provenance"] = load_json_file(prov);
       break;
     }
+
+  // --ratio: every channels_last convolution row's base, its contiguous twin timed by the shipped
+  // predictors; rows without a measured base (none expected) are left out.
+  Ratio ratio;
+  if (opt.ratio) {
+    MlpComputeModel base_model(gpu);
+    for (auto& [key, samples] : by_key) {
+      if (samples.empty() || samples.front().kernel.kind != KernelKind::Conv2d || samples.front().kernel.format != MemoryFormat::ChannelsLast)
+        continue;
+      std::vector<KernelDesc> twins;
+      for (const auto& s : samples) {
+        twins.push_back(s.kernel);
+        twins.back().format = MemoryFormat::Contiguous;
+      }
+      std::vector<KernelTime> t;
+      base_model.times(twins, t);
+      std::vector<Sample> kept;
+      for (size_t i = 0; i < samples.size(); ++i)
+        if (t[i].source == TimeSource::Mlp) kept.push_back(samples[i]);
+      if (kept.size() < samples.size())
+        std::printf("%-30s %zu rows without a measured base left out\n", key.c_str(), samples.size() - kept.size());
+      samples = std::move(kept);
+      for (size_t i = 0, j = 0; i < t.size(); ++i)
+        if (t[i].source == TimeSource::Mlp) ratio.base[&samples[j++]] = t[i].seconds;
+      if (!samples.empty()) ratio.of[key] = predictor_key(twins.front());
+    }
+    std::printf("ratio predictors: %zu keys, bases from %s\n", ratio.of.size(), base_model.note().c_str());
+  }
+  const Ratio* ratio_ptr = opt.ratio ? &ratio : nullptr;
 
   RooflineModel roof(gpu);
   std::vector<Mlp> mlps;
@@ -547,7 +607,7 @@ int run(int argc, char** argv) {
     for (const auto& [key, train] : train_of)
       if (key.rfind(kind + "/", 0) == 0 && static_cast<int>(train.size()) >= opt.min_rows) keys.push_back(key), groups.push_back(train);
     if (keys.empty()) continue;
-    for (auto& m : train_group(keys, groups, gpu.sm_count, base, opt, hidden, kind + "/joint")) joint_mlps.emplace(m.key, std::move(m));
+    for (auto& m : train_group(keys, groups, gpu.sm_count, base, opt, hidden, kind + "/joint", ratio_ptr)) joint_mlps.emplace(m.key, std::move(m));
   }
   for (const auto& [key, samples] : by_key) {
     const auto& train = train_of[key];
@@ -556,13 +616,14 @@ int run(int argc, char** argv) {
       std::printf("%-30s %7zu %7zu  skipped: fewer than %d training rows\n", key.c_str(), train.size(), held.size(), opt.min_rows);
       continue;
     }
-    Mlp m = joint_mlps.count(key) ? joint_mlps.at(key) : std::move(train_group({key}, {train}, gpu.sm_count, base, opt, hidden, key).front());
+    Mlp m = joint_mlps.count(key) ? joint_mlps.at(key)
+                                  : std::move(train_group({key}, {train}, gpu.sm_count, base, opt, hidden, key, ratio_ptr).front());
     auto measured = [](const std::vector<const Sample*>& v) {
       std::vector<double> t;
       for (const Sample* s : v) t.push_back(s->time_s);
       return t;
     };
-    auto p_train = predict_with(m, train, gpu.sm_count, base), p_held = predict_with(m, held, gpu.sm_count, base);
+    auto p_train = predict_with(m, train, gpu.sm_count, base, ratio_ptr), p_held = predict_with(m, held, gpu.sm_count, base, ratio_ptr);
     ErrorStats tr = error_stats(p_train, measured(train));
     ErrorStats ho = error_stats(p_held, measured(held));
     if (!opt.dump.empty()) {

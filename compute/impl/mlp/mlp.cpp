@@ -95,7 +95,8 @@ class FlushSubnormals {
 };
 }  // namespace
 
-void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range) const {
+void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range,
+                           const std::vector<double>* base_seconds) const {
   const FlushSubnormals flush;
   seconds.assign(kernels.size(), std::numeric_limits<double>::quiet_NaN());
   if (in_range) in_range->assign(kernels.size(), true);
@@ -119,7 +120,13 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
     m->predict_log_ratio(x, y, &inside);
     for (size_t r = 0; r < idx.size(); ++r) {
       const KernelDesc& k = kernels[idx[r]];
-      seconds[idx[r]] = baseline.seconds(k) * std::exp(y(static_cast<Eigen::Index>(r)));
+      if (m->ratio_of.empty()) {
+        seconds[idx[r]] = baseline.seconds(k) * std::exp(y(static_cast<Eigen::Index>(r)));
+      } else {  // a ratio predictor: the base predictor's time of the contiguous twin times the ratio
+        const double b = base_seconds && idx[r] < base_seconds->size() ? (*base_seconds)[idx[r]] : std::numeric_limits<double>::quiet_NaN();
+        if (!(b > 0)) continue;  // no base: not covered (NaN)
+        seconds[idx[r]] = b * std::exp(y(static_cast<Eigen::Index>(r)));
+      }
       if (m->max_roofline_fraction > 0)  // the predicted efficiency is bounded by the measured one
         seconds[idx[r]] = std::max(seconds[idx[r]], std::max(baseline.compute_s(k), baseline.memory_s(k)) / m->max_roofline_fraction);
       if (in_range) (*in_range)[idx[r]] = inside[r];
@@ -182,6 +189,9 @@ void read_scaling(const Json& p, const std::string& where, Mlp& m) {
   m.target_std = p.at("target_std").get<float>();
   m.heldout = p.value("heldout", Json::object());
   m.max_roofline_fraction = p.value("max_roofline_fraction", 0.0);
+  m.ratio_of = p.value("ratio_of", std::string());
+  if (p.contains("ratio_of") && (m.ratio_of.empty() || m.ratio_of == m.key))
+    throw InputError(where + ".ratio_of", "must name another predictor's key (the base the ratio multiplies)");
   if (m.max_roofline_fraction < 0 || m.max_roofline_fraction > 1)
     throw InputError(where + ".max_roofline_fraction", "must be in (0, 1] (an achieved fraction of the datasheet roofline)");
   if (p.contains("feature_min") != p.contains("feature_max")) throw InputError(where, "feature_min and feature_max come together");
@@ -243,6 +253,7 @@ PredictorSet load_predictors(const std::string& dir) {
       read_scaling(p, where, m);
       read_layers(p, where, weights, m);
       std::string key = m.key;
+      set.has_ratio_predictors = set.has_ratio_predictors || !m.ratio_of.empty();
       set.by_key.emplace(key, std::move(m));
     }
   } catch (const Json::exception& e) {
@@ -310,6 +321,7 @@ void write_predictors(const std::string& dir, const Json& manifest_base, const s
       p["feature_min"] = std::vector<float>(m.feature_min.data(), m.feature_min.data() + m.feature_min.size());
       p["feature_max"] = std::vector<float>(m.feature_max.data(), m.feature_max.data() + m.feature_max.size());
     }
+    if (!m.ratio_of.empty()) p["ratio_of"] = m.ratio_of;
     p["target_mean"] = m.target_mean;
     p["target_std"] = m.target_std;
     std::vector<int> sizes = {static_cast<int>(m.feature_names.size())}, blocks;

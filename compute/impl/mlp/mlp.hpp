@@ -38,6 +38,11 @@ struct Mlp {
   // training rows (manifest max_roofline_fraction; 0 in files written before it existed): no prediction
   // claims a kernel runs closer to the roofline than any measured kernel of its kind did.
   double max_roofline_fraction = 0;
+  // A ratio predictor (manifest "ratio_of": the key of another predictor, e.g. "conv2d/fwd/bf16" for
+  // "conv2d/fwd/bf16/nhwc"): its output is log(seconds / base seconds), the base being the time the
+  // measured compute model gives the kernel's contiguous twin on the same GPU (MlpComputeModel), so
+  // time = base prediction x learned ratio. Empty: the output is log(seconds / baseline), as above.
+  std::string ratio_of;
 
   // log(seconds / baseline) for each row of raw (unnormalised) features; with `in_range`, whether each
   // row lay inside the training range (always true where the manifest has no range).
@@ -51,11 +56,15 @@ struct PredictorSet {
   Baseline baseline;
   Json manifest;
   std::map<std::string, Mlp> by_key;
+  bool has_ratio_predictors = false;  // any predictor with ratio_of
 
   const Mlp* find(const std::string& key) const;
   // Seconds on the measured GPU for every kernel a predictor covers; NaN for the others. With
-  // `in_range`, whether each covered kernel lay inside its predictor's training range.
-  void predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range = nullptr) const;
+  // `in_range`, whether each covered kernel lay inside its predictor's training range. A kernel whose
+  // predictor is a ratio predictor takes its base time from `base_seconds` (one per kernel, on this
+  // set's GPU: ratio_bases in mlp_model.hpp); without one, or where it is NaN, it stays NaN.
+  void predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range = nullptr,
+               const std::vector<double>* base_seconds = nullptr) const;
 };
 
 // The largest E <= 16 dividing both sides of w such that w is zero outside E equal diagonal blocks.

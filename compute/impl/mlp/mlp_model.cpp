@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "compute/impl/roofline/roofline_model.hpp"
@@ -42,10 +43,68 @@ MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
   for (const auto& [d, g] : by_distance) sources_.push_back({load_gpu(g), cached_predictors(pretrained_root() + "/" + g)});
 }
 
+static KernelDesc contiguous_twin(KernelDesc k) {
+  k.format = MemoryFormat::Contiguous;
+  return k;
+}
+
+std::vector<double> ratio_bases(const PredictorSet& set, const std::vector<KernelDesc>& ks,
+                                const std::function<const MlpComputeModel&()>& base, std::vector<bool>* in_range) {
+  std::vector<double> out(ks.size(), std::numeric_limits<double>::quiet_NaN());
+  if (in_range) in_range->assign(ks.size(), true);
+  if (!set.has_ratio_predictors) return out;
+  std::vector<KernelDesc> twins;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const Mlp* m = set.find(predictor_key(ks[i]));
+    if (m == nullptr || m->ratio_of.empty()) continue;
+    KernelDesc twin = contiguous_twin(ks[i]);
+    if (predictor_key(twin) != m->ratio_of) continue;  // not the base this ratio was learnt against
+    twins.push_back(twin);
+    at.push_back(i);
+  }
+  if (twins.empty()) return out;
+  std::vector<KernelTime> t;
+  base().times(twins, t);
+  for (size_t j = 0; j < twins.size(); ++j) {
+    if (t[j].source != TimeSource::Mlp) continue;  // the twin takes the roofline: no measured base
+    out[at[j]] = t[j].seconds;
+    if (in_range) (*in_range)[at[j]] = t[j].in_range;
+  }
+  return out;
+}
+
+std::vector<double> predict_on_own_gpu(const PredictorSet& set, const std::vector<KernelDesc>& ks) {
+  std::vector<double> seconds;
+  if (!set.has_ratio_predictors) {
+    set.predict(ks, seconds);
+    return seconds;
+  }
+  std::unique_ptr<MlpComputeModel> base;
+  const std::vector<double> bases = ratio_bases(set, ks, [&]() -> const MlpComputeModel& {
+    if (!base) base = std::make_unique<MlpComputeModel>(load_gpu(set.gpu));
+    return *base;
+  });
+  set.predict(ks, seconds, nullptr, &bases);
+  return seconds;
+}
+
+const MlpComputeModel& MlpComputeModel::base_model(const Source& s) const {
+  if (s.gpu.name == target_.name && distance(s.gpu, target_) == 0 && s.gpu.kernel_overhead_s == target_.kernel_overhead_s) return *this;
+  std::lock_guard<std::mutex> lock(base_models_mu_);
+  auto& slot = base_models_[s.gpu.name];
+  if (!slot) slot = std::make_unique<MlpComputeModel>(s.gpu);
+  return *slot;
+}
+
 bool MlpComputeModel::covers(const KernelDesc& k) const {
   const std::string key = predictor_key(k);
-  for (const auto& s : sources_)
-    if (s.set->find(key) != nullptr && carries(s, k)) return true;
+  for (const auto& s : sources_) {
+    const Mlp* m = s.set->find(key);
+    if (m == nullptr || !carries(s, k)) continue;
+    // A ratio predictor covers a kernel whose contiguous twin a measured predictor times.
+    if (m->ratio_of.empty() || base_model(s).covers(contiguous_twin(k))) return true;
+  }
   return false;
 }
 
@@ -86,7 +145,13 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
     const bool in_range_only = rounds == 2 && step < sources_.size();
     batch.clear();
     for (size_t i : open) batch.push_back(ks[i]);
-    src.set->predict(batch, measured, &in_range);
+    // Ratio predictors multiply their base, the contiguous twin's time on the source's own GPU.
+    std::vector<bool> base_in_range;
+    std::vector<double> bases;
+    if (src.set->has_ratio_predictors)
+      bases = ratio_bases(*src.set, batch, [&]() -> const MlpComputeModel& { return base_model(src); }, &base_in_range);
+    src.set->predict(batch, measured, &in_range, bases.empty() ? nullptr : &bases);
+    for (size_t j = 0; j < base_in_range.size(); ++j) in_range[j] = in_range[j] && base_in_range[j];
     RooflineModel measured_roof(src.gpu);
     const double fixed_diff_s = target_.kernel_overhead_s - src.gpu.kernel_overhead_s;
     std::vector<size_t> still;

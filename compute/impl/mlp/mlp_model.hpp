@@ -5,7 +5,10 @@
 // scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time, and
 // so do convolutions and matmuls that run on tensor cores on only one of the two GPUs.
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "compute/impl/mlp/mlp.hpp"
 #include "compute/compute_model.hpp"
@@ -13,6 +16,21 @@
 namespace dtsim::mlp {
 
 bool have_predictors();
+
+class MlpComputeModel;
+
+// The base times a predictor set's ratio predictors multiply (Mlp::ratio_of): for each kernel whose
+// predictor in `set` is a ratio predictor, its contiguous twin's time by `base` (a measured compute
+// model of the set's own GPU, made when first asked for), where a measured predictor times the twin; NaN for every other kernel.
+// `base` is asked only when some kernel needs it. With `in_range`, whether each base lay inside its
+// predictor's training range.
+std::vector<double> ratio_bases(const PredictorSet& set, const std::vector<KernelDesc>& ks,
+                                const std::function<const MlpComputeModel&()>& base, std::vector<bool>* in_range = nullptr);
+
+// Seconds a predictor set gives each kernel on its own GPU (NaN where it has no predictor), ratio
+// predictors composed with their base (the shipped predictors of that GPU, through MlpComputeModel):
+// what the trainer and the tests score.
+std::vector<double> predict_on_own_gpu(const PredictorSet& set, const std::vector<KernelDesc>& ks);
 
 class MlpComputeModel : public ComputeModel {
  public:
@@ -39,9 +57,14 @@ class MlpComputeModel : public ComputeModel {
   };
   // Whether a source's measured time of k may be scaled to the target (same kind of math unit).
   bool carries(const Source& s, const KernelDesc& k) const;
+  // The model that times a source's ratio predictors' bases on the source's own GPU: this one where the
+  // source is the target, else one made for the source's GPU when first needed.
+  const MlpComputeModel& base_model(const Source& s) const;
   GpuSpec target_;
   std::vector<Source> sources_;  // closest first
   mutable std::atomic<size_t> floored_{0};
+  mutable std::mutex base_models_mu_;
+  mutable std::map<std::string, std::unique_ptr<MlpComputeModel>> base_models_;
 };
 
 }  // namespace dtsim::mlp
