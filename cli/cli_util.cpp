@@ -83,6 +83,13 @@ void add_allow_unknown_ops(CLI::App* c, bool& flag) {
               "ONNX models: cost operators dtsim does not know by roofline from their tensor sizes instead of stopping");
 }
 
+void add_seq_len(CLI::App* c, int64_t& seq_len) {
+  c->add_option("--seq-len", seq_len,
+                "Language models (gpt2_small, bert_base): tokens per sequence, at most the model's learned positions "
+                "(default: the model's context)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+}
+
 void print_notes(const Graph& g) {
   for (const auto& n : g.notes) std::cerr << "dtsim: note: " << n << "\n";
 }
@@ -91,6 +98,7 @@ Graph TrainingFlags::load_model(const std::string& name_or_path, int64_t batch) 
   ModelLoadOptions options;
   options.batch = std::max<int64_t>(batch, 1);  // a bad batch is reported by its own flag's check
   options.allow_unknown_ops = allow_unknown_ops;
+  options.seq_len = seq_len;
   Graph g = dtsim::load_model(name_or_path, options);
   print_notes(g);
   return g;

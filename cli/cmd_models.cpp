@@ -15,6 +15,7 @@ class ModelsCommand : public Command {
     c->add_option("--model", model_, "A zoo name, model JSON or ONNX file to describe layer by layer");
     c->add_option("--batch-per-gpu", batch_, "ONNX models: the batch size shape inference runs with")->check(CLI::Range(int64_t{1}, kMaxBatchPerGpu))->capture_default_str();
     add_allow_unknown_ops(c, allow_unknown_ops_);
+    add_seq_len(c, seq_len_);
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     return c;
   }
@@ -24,15 +25,24 @@ class ModelsCommand : public Command {
     ModelLoadOptions options;
     options.batch = batch_;
     options.allow_unknown_ops = allow_unknown_ops_;
+    options.seq_len = seq_len_;
     return describe(load_model(model_, options));
   }
 
  private:
   // Imported operators show what they stand for; "(roofline)" marks those dtsim does not know.
-  static std::string op_of(const Layer& l) {
+  static std::string op_of(const Graph& g, const Layer& l) {
+    if (l.tied_to >= 0) return "linear (weight tied to " + g.layers[l.tied_to].name + ")";
     if (l.op == Op::Activation) return l.activation;
     if (l.op == Op::Eltwise) return "eltwise:" + l.source_op + (l.roofline_only ? " (roofline)" : "");
+    if (l.op == Op::Attention) return std::string("attention (") + std::to_string(l.num_heads) + " heads" + (l.causal ? ", causal)" : ")");
     return op_name(l.op);
+  }
+
+  // A language model's input is token ids; a tied weight is counted at its embedding.
+  static std::string input_of(const Graph& g, const Layer& l) {
+    if (g.token_input && l.inputs[0] < 0) return std::to_string(g.input.h) + " token ids";
+    return l.in[0].str();
   }
 
   int describe(const Graph& g) {
@@ -40,7 +50,7 @@ class ModelsCommand : public Command {
       Json j = model_summary_json(g);
       Json layers = Json::array();
       for (const auto& l : g.layers)
-        layers.push_back({{"name", l.name}, {"op", op_of(l)}, {"output", l.out.str()}, {"params", l.params()}, {"fwd_macs", l.fwd_macs()}});
+        layers.push_back({{"name", l.name}, {"op", op_of(g, l)}, {"output", l.out.str()}, {"params", l.params()}, {"fwd_macs", l.fwd_macs()}});
       j["layer_list"] = std::move(layers);
       j["notes"] = g.notes;
       print_notes(g);
@@ -50,7 +60,7 @@ class ModelsCommand : public Command {
     Table t;
     t.header = {"layer", "op", "input", "output", "params", "MACs"};
     for (const auto& l : g.layers)
-      t.rows.push_back({l.name, op_of(l), l.in[0].str(), l.out.str(), std::to_string(l.params()), std::to_string(l.fwd_macs())});
+      t.rows.push_back({l.name, op_of(g, l), input_of(g, l), l.out.str(), std::to_string(l.params()), std::to_string(l.fwd_macs())});
     print_notes(g);
     if (format_ == "csv") {
       std::cout << t.to_csv();
@@ -73,7 +83,7 @@ class ModelsCommand : public Command {
       all.push_back(model_summary_json(g));
       t.rows.push_back({g.name, std::to_string(g.params()),
                         human ? fmt_count(static_cast<double>(g.fwd_macs_per_sample())) : std::to_string(g.fwd_macs_per_sample()),
-                        std::to_string(g.layers.size()), g.input.str()});
+                        std::to_string(g.layers.size()), g.token_input ? std::to_string(g.input.h) + " token ids" : g.input.str()});
     }
     if (format_ == "json") std::cout << dump(all);
     else std::cout << (format_ == "csv" ? t.to_csv() : t.to_text());
@@ -81,7 +91,7 @@ class ModelsCommand : public Command {
   }
 
   std::string model_, format_ = "table";
-  int64_t batch_ = 1;
+  int64_t batch_ = 1, seq_len_ = 0;
   bool allow_unknown_ops_ = false;
 };
 

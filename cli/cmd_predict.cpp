@@ -27,6 +27,7 @@ class PredictCommand : public Command {
     train_.add_to(c);
     flags_.add_to(c);
     add_allow_unknown_ops(c, flags_.allow_unknown_ops);
+    add_seq_len(c, flags_.seq_len);
     return c;
   }
 

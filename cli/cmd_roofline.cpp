@@ -25,6 +25,7 @@ class RooflineCommand : public Command {
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
     add_allow_unknown_ops(c, allow_unknown_ops_);
+    add_seq_len(c, seq_len_);
     whatif_.add_to(c, false);
     return c;
   }
@@ -35,6 +36,7 @@ class RooflineCommand : public Command {
     ModelLoadOptions options;  // ONNX shape inference runs at the per-GPU batch
     options.batch = batch_;
     options.allow_unknown_ops = allow_unknown_ops_;
+    options.seq_len = seq_len_;
     Graph g = load_model(model_, options);
     print_notes(g);
     ClusterSpec c = apply_what_if(load_cluster(cluster_), whatif_.single());
@@ -53,6 +55,7 @@ class RooflineCommand : public Command {
   std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", plot_, format_ = "table", out_;
   int64_t batch_ = 0;
   bool allow_unknown_ops_ = false;
+  int64_t seq_len_ = 0;
 };
 
 }  // namespace

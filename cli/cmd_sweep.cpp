@@ -29,6 +29,7 @@ class SweepCommand : public Command {
     c->add_option("--sweep", sweep_file_, "A sweep file (configs/sweeps/*.json; docs/scaling-study.md); flags below override its training and output");
     c->add_option("--model", models_, "Model names or files (.json, .onnx), comma-separated");
     add_allow_unknown_ops(c, flags_.allow_unknown_ops);
+    add_seq_len(c, flags_.seq_len);
     gpus_opt_ = c->add_option("--gpus", gpus_, "GPU counts: 1,2,4 or 1..8 (every integer) or 1..64:x2 (doubling)");
     nodes_opt_ = c->add_option("--nodes", nodes_, "Node counts instead of GPU counts (each node full), same list syntax");
     c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax");
@@ -114,6 +115,7 @@ class SweepCommand : public Command {
         ModelLoadOptions check;  // fails early, naming --model (run_sweep loads ONNX models at every batch)
         check.batch = s.batches.front();
         check.allow_unknown_ops = flags_.allow_unknown_ops;
+        check.seq_len = flags_.seq_len;
         load_model(m, check);
         s.models.push_back(m);
       }
@@ -148,6 +150,7 @@ class SweepCommand : public Command {
     make_strategy(s.strategy);  // fails early, naming --strategy
     s.train = train_.goal(s.train);
     s.allow_unknown_ops = flags_.allow_unknown_ops;
+    s.seq_len = flags_.seq_len;
     return s;
   }
 

@@ -73,6 +73,8 @@ struct ClusterNodesFlag {
 
 // Adds --allow-unknown-ops to a command that takes --model.
 void add_allow_unknown_ops(CLI::App* c, bool& flag);
+// Adds --seq-len (a language model's sequence length, 0: the model's) to a command that takes --model.
+void add_seq_len(CLI::App* c, int64_t& seq_len);
 // Prints what an importer assumed (Graph::notes) on stderr, one line each, so that stdout stays data.
 void print_notes(const Graph& g);
 

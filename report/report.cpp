@@ -57,6 +57,10 @@ Json prediction_summary_json(const Prediction& p) {
       {"bottleneck", p.bottleneck},
       {"comm_bottleneck", p.comm_bottleneck},
   };
+  if (p.tokens_per_sample > 0) {  // language models only, so that other models' outputs keep their fields
+    j["sequence_length"] = p.tokens_per_sample;
+    j["throughput_tokens_per_s"] = p.throughput_tokens_per_s;
+  }
   j["strategy"] = strategy_json(p.strategy);
   Json priced = Json::object();
   for (int k = 0; k < kKernelKinds; ++k) {
@@ -144,12 +148,14 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
                 static_cast<long long>(p.gpus), static_cast<long long>(p.nodes), static_cast<long long>(p.batch_per_gpu),
                 static_cast<long long>(p.batch_per_gpu * p.gpus), p.precision.c_str(), step_mode_text(p.mode).c_str());
   s += b;
+  if (p.tokens_per_sample > 0) s += "sequences of " + std::to_string(p.tokens_per_sample) + " tokens (a sample is one sequence)\n";
   Table t;
   t.header = {"quantity", "value", "note"};
   double it = p.iteration_s;
   t.rows = {
       {"iteration", fmt_time(it), ""},
-      {"throughput", fmt_rate(p.throughput_samples_per_s) + " samples/s", ""},
+      {"throughput", fmt_rate(p.throughput_samples_per_s) + " samples/s" + (p.tokens_per_sample > 0 ? ", " + fmt_rate(p.throughput_tokens_per_s) + " tokens/s" : ""),
+       ""},
       {"compute", fmt_time(p.compute_s), pct(p.compute_s / it) + " of the iteration; " + p.compute_note},
       {"priced by", "", priced_by_text(p)},
       {"communication", fmt_time(p.comm_s),
@@ -189,13 +195,15 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
 }
 
 Json model_summary_json(const Graph& g) {
-  return Json{{"name", g.name},
+  Json j = Json{{"name", g.name},
               {"params", g.params()},
               {"param_tensors", g.param_tensors()},
               {"fwd_macs_per_sample", g.fwd_macs_per_sample()},
               {"layers", g.layers.size()},
               {"input", {g.input.c, g.input.h, g.input.w}},
               {"source", g.source}};
+  if (g.token_input) j["sequence_length"] = g.tokens_per_sample();  // the input is token ids
+  return j;
 }
 
 Json study_row_json(const StudyRow& r) {
@@ -220,6 +228,7 @@ StudyColumns study_columns_for(const std::vector<StudyRow>& rows) {
     c.strategy |= r.p.strategy.name != "dp";
     c.train |= r.train.has_value();
     c.cost |= r.train && r.train->cost.has_value();
+    c.tokens |= r.p.tokens_per_sample > 0;
   }
   return c;
 }
@@ -227,6 +236,7 @@ StudyColumns study_columns_for(const std::vector<StudyRow>& rows) {
 std::vector<std::string> study_columns(bool human, const StudyColumns& c) {
   std::vector<std::string> h = prediction_columns(human);
   if (human) {
+    if (c.tokens) h.insert(h.begin() + 6, "tokens/s");  // after samples/s
     if (c.what_if) h.insert(h.begin() + 1, "what-if");
     if (c.strategy) h.insert(h.end(), {"strategy", "comm share"});
     h.push_back("memory/GPU");
@@ -235,6 +245,7 @@ std::vector<std::string> study_columns(bool human, const StudyColumns& c) {
     return h;
   }
   h.insert(h.end(), {"what_if", "memory_device_bytes", "fits"});
+  if (c.tokens) h.insert(h.end(), {"sequence_length", "throughput_tokens_per_s"});
   if (c.strategy) h.insert(h.end(), {"strategy", "comm_share"});
   if (c.train) h.insert(h.end(), {"train_time_s", "gpu_hours"});
   if (c.cost) h.push_back("cost");
@@ -243,7 +254,9 @@ std::vector<std::string> study_columns(bool human, const StudyColumns& c) {
 
 std::vector<std::string> study_row_cells(const StudyRow& r, bool human, const StudyColumns& c) {
   std::vector<std::string> v = prediction_row(r.p, human);
+  const bool lm = r.p.tokens_per_sample > 0;
   if (human) {
+    if (c.tokens) v.insert(v.begin() + 6, lm ? fmt_rate(r.p.throughput_tokens_per_s) : "");
     if (c.what_if) v.insert(v.begin() + 1, r.what_if.label());
     if (c.strategy) v.insert(v.end(), {r.p.strategy.name, pct(r.p.strategy.comm_share)});
     v.push_back(fmt_bytes(r.memory.device_bytes) + (r.memory.fits ? "" : " NO FIT"));
@@ -255,6 +268,7 @@ std::vector<std::string> study_row_cells(const StudyRow& r, bool human, const St
     return v;
   }
   v.insert(v.end(), {r.what_if.label(), fmt_number(std::round(r.memory.device_bytes)), r.memory.fits ? "true" : "false"});
+  if (c.tokens) v.insert(v.end(), {lm ? std::to_string(r.p.tokens_per_sample) : "", lm ? fmt_sig(r.p.throughput_tokens_per_s, 6) : ""});
   if (c.strategy) v.insert(v.end(), {r.p.strategy.name, fmt_sig(r.p.strategy.comm_share, 6)});
   if (c.train) {
     v.push_back(r.train ? fmt_sig(r.train->time_s, 6) : "");

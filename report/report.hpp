@@ -39,6 +39,7 @@ Json study_row_json(const StudyRow& r);
 struct StudyColumns {
   bool what_if = false, train = false, cost = false;
   bool strategy = false;  // a strategy other than dp: its name and communication share
+  bool tokens = false;    // a language model: its sequence length and tokens per second
 };
 StudyColumns study_columns_for(const std::vector<StudyRow>& rows);
 std::vector<std::string> study_columns(bool human, const StudyColumns& c);

@@ -58,6 +58,12 @@ bool saves_output(const std::string& act) { return act == "relu" || act == "sigm
 // torchvision builds ReLU and ReLU6 with inplace=True: the result overwrites its input.
 bool in_place(const std::string& act) { return act == "relu" || act == "relu6"; }
 
+// Autocast's 16-bit copy of a conv or linear layer's parameters (weight and bias); a linear layer tied
+// to an embedding reads (and casts) the embedding's weight, which its own parameters do not count.
+double cast_copy_elements(const Layer& l) {
+  return static_cast<double>(l.params()) + (l.tied_to >= 0 ? static_cast<double>(l.matmul_weight_elements()) : 0.0);
+}
+
 }  // namespace
 
 // The tensors autograd saves, and when the backward pass lets each go: a saved tensor is freed once
@@ -96,6 +102,8 @@ bool place_output(const Graph& g, int i, double out_bytes, Allocations& a) {
   bool alias = false;
   switch (l.op) {
     case Op::Flatten:
+    case Op::ToSequence:  // reshape and permute: views of the image
+    case Op::Select:      // x[:, index]: a view that keeps the whole sequence alive where it is saved
       alias = true;
       break;
     case Op::Activation:
@@ -145,8 +153,31 @@ double saved_by_layer(const Graph& g, int i, bool alias, double n, Precision p, 
       break;
     case Op::SoftmaxCrossEntropy:
       a.storage_bytes[i] = 0;  // a scalar loss
-      extra += in_el * 4;      // log-softmax, FP32 under autocast too
+      extra += in_el * 4;      // log-softmax, FP32 under autocast too (a language model's: per token)
       break;
+    case Op::Embedding:
+      // The output is FP32 (the weight's type; autocast does not cast embeddings); backward keeps the ids.
+      a.storage_bytes[i] = out_el * 4;
+      a.save(a.store_of(in0), i);
+      break;
+    case Op::LayerNorm:
+      // native_layer_norm saves its input, weight, bias and, per row, mean and rstd (FP32).
+      a.save(a.store_of(in0), i);
+      extra += 2.0 * n * l.in[0].tokens() * 4;
+      break;
+    case Op::Attention:
+      // Flash attention saves q, k and v (views of the projections' outputs), its output o and the
+      // logsumexp (FP32, one per token and head), plus an RNG seed and offset for its dropout; never
+      // the T x T scores, which it recomputes in the backward pass.
+      for (int in : l.inputs) a.save(a.store_of(in), i);
+      a.save(a.storage[i], i);
+      extra += n * l.in[0].h * l.num_heads * 4;
+      break;
+    case Op::PositionalEmbedding:
+    case Op::ClassToken:
+    case Op::ToSequence:
+    case Op::Select:
+      break;  // backward needs only shapes (the added positions' gradient is dY summed over the batch)
     case Op::AvgPool2d:
     case Op::AdaptiveAvgPool2d:
     case Op::Add:
@@ -171,7 +202,8 @@ static SavedTensors saved_tensors(const Graph& g, int64_t batch, Precision p) {
   SavedTensors st;
   st.freed_at.assign(L, 0.0);
   a.storage[L] = L;
-  a.storage_bytes[L] = n * g.input.elements() * 4;  // the FP32 batch the data loader put on the GPU
+  // The FP32 batch the data loader put on the GPU, or a language model's int64 token ids.
+  a.storage_bytes[L] = n * g.input.elements() * (g.token_input ? 8 : 4);
   st.input_bytes = a.storage_bytes[L];
   for (int i = 0; i < L; ++i) {
     const bool alias = place_output(g, i, n * g.layers[i].out.elements() * ab, a);
@@ -204,7 +236,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
   const SavedTensors st = saved_tensors(g, batch, p);
   m.activations_bytes = st.total - st.input_bytes;  // the batch itself is counted as input data
   // Input data: FP32 samples and int64 labels, for every batch the training loop keeps on the GPU.
-  m.input_bytes = input_batches_held * (st.input_bytes + n * 8);
+  m.input_bytes = input_batches_held * (st.input_bytes + n * std::max<int64_t>(1, g.tokens_per_sample()) * 8);  // + int64 labels (per token)
   m.library_bytes = spec.library_workspace_bytes;
   if (gpus > 1 || spec.ddp_buckets_on_one_gpu) m.buckets_bytes = spec.gradient_bucket_copy ? params * 4 : 0;
   if (gpus > 1) m.nccl_bytes = spec.nccl_buffer_bytes;
@@ -224,7 +256,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
   for (int i = 0; i < L; ++i) {
     live_saved += st.freed_at[i];
     const Layer& l = g.layers[i];
-    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies += static_cast<double>(l.params()) * 2;
+    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies += cast_copy_elements(l) * 2;
   }
   m.weight_copies_bytes = copies;
   double grads = 0, peak = 0, largest_flow = 0, largest_ws = 0;
@@ -247,7 +279,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
       largest_ws = ws;
     }
     live_saved -= st.freed_at[i];
-    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies -= lp * 2;
+    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies -= cast_copy_elements(l) * 2;
   }
   m.transient_bytes = largest_flow;
   m.workspace_bytes = largest_ws;

@@ -348,6 +348,8 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   }
   apply_strategy_step(p, stepper, *strategy, c, *compute, cfg, where);
   p.scaling_efficiency = p.single_gpu_iteration_s / p.iteration_s;
+  p.tokens_per_sample = g.tokens_per_sample();
+  p.throughput_tokens_per_s = p.throughput_samples_per_s * static_cast<double>(p.tokens_per_sample);
   name_bottlenecks(p, stepper, c, cfg, compute, where);
   return p;
 }

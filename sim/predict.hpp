@@ -50,6 +50,9 @@ struct Prediction {
   bool overlap = true;
   double iteration_s = 0;
   double throughput_samples_per_s = 0;
+  // Language models: tokens per sample (the sequence length) and tokens per second; 0 otherwise.
+  int64_t tokens_per_sample = 0;
+  double throughput_tokens_per_s = 0;
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, host_idle_s = 0, optimizer_s = 0;
   double single_gpu_iteration_s = 0;
   double scaling_efficiency = 1;  // t(1 GPU) / t(P GPUs) at equal batch per GPU

@@ -33,6 +33,7 @@ struct RunSpec : TrainingSettings, StepModeNames {
   std::string framework = "pytorch";  // host costs: configs/frameworks/NAME.json or a file
   std::string precision = "fp32";     // parse_precision's names
   bool allow_unknown_ops = false;     // ONNX models: cost operators dtsim does not know by roofline
+  int64_t seq_len = 0;                // language models: the sequence length (--seq-len); 0: the model's
 };
 
 }  // namespace dtsim

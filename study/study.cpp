@@ -336,6 +336,7 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
       ModelLoadOptions options;
       options.batch = b;
       options.allow_unknown_ops = s.allow_unknown_ops;
+      options.seq_len = s.seq_len;
       per_batch.push_back(load_model(m, options));
       for (const std::string& note : per_batch.back().notes)
         if (std::find(res.notes.begin(), res.notes.end(), note) == res.notes.end()) res.notes.push_back(note);

@@ -71,6 +71,13 @@ std::vector<KernelDesc> grid_kernels(std::mt19937_64& rng) {
       for (Pass p : {Pass::Fwd, Pass::Bwd}) {
         ks.push_back(kernel(KernelKind::BatchNorm, p, m, {n, 512, 56, 56}));
         ks.push_back(kernel(KernelKind::Pool, p, m, {n, 256, 112, 112, 3, 3, 2, 1, 56, 56}, "max"));
+        // The transformers' kinds (roofline-priced until measured): layernorm, flash attention
+        // (causal and not, short and long sequences), embedding gathers and index-adds, GELU.
+        ks.push_back(kernel(KernelKind::LayerNorm, p, MathMode::FP32, {n * 1024, pick({768, 4096, 12288})}));
+        for (int64_t causal : {0, 1})
+          ks.push_back(kernel(KernelKind::Attention, p, m, {n, pick({1, 12, 96}), pick({1, 197, 1024, 8192}), pick({64, 128}), causal}));
+        ks.push_back(kernel(KernelKind::Embedding, p, MathMode::FP32, {n * 1024, 768, pick({2, 50257, 262144})}));
+        ks.push_back(kernel(KernelKind::Activation, p, m, {n << 20}, "gelu_tanh"));
       }
   }
   return ks;

@@ -24,6 +24,14 @@ enum class Op {
   Mul,      // elementwise product of two inputs; one may be a C x 1 x 1 gate (squeeze-and-excitation)
   View,     // reshape, slice, split, squeeze: a view of (part of) its input, no kernel
   Eltwise,  // an operator costed by the bytes it moves: transpose, softmax, an operator dtsim doesn't know
+  // Transformers (docs/transformers.md):
+  Embedding,            // token ids -> T x embedding_dim rows gathered from a num_embeddings x dim table
+  PositionalEmbedding,  // adds learned positions (num_embeddings x C, the first T used) to a sequence
+  LayerNorm,            // over the last dimension (features), with weight and bias
+  Attention,            // multi-head scaled_dot_product_attention of q, k, v (three inputs or one fused qkv)
+  ToSequence,           // C x H x W image -> sequence of H*W tokens of C features (ViT's patches)
+  ClassToken,           // a learned C-vector concatenated in front of a sequence: T + 1 tokens
+  Select,               // one token of a sequence (x[:, index]) as a vector of C features
 };
 
 const char* op_name(Op op);
@@ -32,13 +40,24 @@ const char* op_name(Op op);
 // variants `dtsim kernel --kind activation` takes.
 const std::vector<std::string>& activation_names();
 
-// A per-sample tensor: a C x H x W feature map, or a vector of C features (h = w = 1).
+// The kernel variants of activations: activation_names() and the tanh-approximated GELU
+// (nn.GELU(approximate="tanh"): a model JSON's {"op": "gelu", "approximate": "tanh"}).
+const std::vector<std::string>& activation_variants();
+
+// A per-sample tensor: a C x H x W feature map, a vector of C features (h = w = 1), or a sequence of
+// h tokens of c features each (seq; w = 1). A language model's input is a sequence of token ids:
+// one "feature" per token (Graph::token_input).
 struct Shape {
   int64_t c = 0, h = 1, w = 1;
   bool vector = false;
+  bool seq = false;
   int64_t elements() const { return c * h * w; }
+  // Tokens of a sequence; 1 for images and vectors.
+  int64_t tokens() const { return seq ? h : 1; }
+  // A feature map with a spatial extent (the layouts channels_last changes); not a vector or a sequence.
+  bool spatial() const { return !vector && !seq && h * w > 1; }
   std::string str() const;
-  bool operator==(const Shape& o) const { return c == o.c && h == o.h && w == o.w && vector == o.vector; }
+  bool operator==(const Shape& o) const { return c == o.c && h == o.h && w == o.w && vector == o.vector && seq == o.seq; }
 };
 
 struct Layer {
@@ -54,6 +73,18 @@ struct Layer {
   bool bias = false;
   // linear
   int64_t out_features = 0;
+  // linear: the index of the embedding layer whose weight this layer's weight is (tie_weight: GPT-2's
+  // lm_head.weight = wte.weight); -1: its own. A tied weight is one parameter, counted at the embedding.
+  int tied_to = -1;
+  // embedding, positional_embedding: the table's rows and (embedding) width
+  int64_t num_embeddings = 0, embedding_dim = 0;
+  // layernorm: learned weight (and bias, `bias`)
+  bool affine = true;
+  // attention
+  int64_t num_heads = 1;
+  bool causal = false;
+  // select: the token taken
+  int64_t index = 0;
   // adaptive pooling
   int64_t out_h = 1, out_w = 1;
   double dropout_p = 0.5;
@@ -76,14 +107,22 @@ struct Layer {
   int64_t weight_params() const;
   int64_t bias_params() const;
   int64_t params() const { return weight_params() + bias_params(); }
-  // Multiply-accumulates of one sample's forward pass (convolutions and linear layers only).
+  // Multiply-accumulates of one sample's forward pass: convolutions, linear layers, and attention's two
+  // matrix products (QK^T and PV, 2 T^2 C, counted dense whether causal or not, as the published
+  // figures count them).
   int64_t fwd_macs() const;
+  // Attention: the width C of q, k and v (heads x head_dim); 0 for other layers.
+  int64_t attention_width() const;
+  // The weight a matmul layer reads (conv, linear; a tied linear's too), which autocast casts to 16 bits.
+  int64_t matmul_weight_elements() const;
 };
 
 struct Graph {
   std::string name;
   std::string source;  // where the definition comes from
   Shape input;
+  // The input is a sequence of input.h token ids (int64), not FP32 samples: a language model.
+  bool token_input = false;
   std::vector<Layer> layers;
   // What an importer assumed or could not cost exactly, one line each, for the user to check.
   std::vector<std::string> notes;
@@ -92,6 +131,8 @@ struct Graph {
   int64_t fwd_macs_per_sample() const;
   // Number of parameter tensors (weights and biases), as model.parameters() would list them.
   int64_t param_tensors() const;
+  // Tokens per sample of a language model (its input sequence length); 0 for other models.
+  int64_t tokens_per_sample() const { return token_input ? input.h : 0; }
 };
 
 // Fills in Layer::in, Layer::out and Layer::consumers; `what` names the source for errors, which

@@ -14,7 +14,8 @@ const std::vector<KernelKind>& spec_kinds() {
   static const std::vector<KernelKind> k = {KernelKind::Conv2d, KernelKind::Gemm,      KernelKind::BatchNorm,
                                             KernelKind::Activation, KernelKind::Pool,  KernelKind::Add,
                                             KernelKind::SoftmaxCE,  KernelKind::SgdUpdate, KernelKind::AdamUpdate,
-                                            KernelKind::Eltwise};
+                                            KernelKind::Eltwise,    KernelKind::LayerNorm, KernelKind::Attention,
+                                            KernelKind::Embedding};
   return k;
 }
 
@@ -102,7 +103,7 @@ void pool_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
 
 void activation_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
   k.shape = {f.get("elements")};
-  const std::vector<std::string>& acts = activation_names();
+  const std::vector<std::string>& acts = activation_variants();
   auto a = std::find(acts.begin(), acts.end(), variant.empty() ? "relu" : variant);
   if (a == acts.end()) throw InputError("--variant", "unknown activation '" + variant + "'");
   k.variant = a->c_str();
@@ -131,6 +132,12 @@ void read_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
       s = {f.get("read"), f.get("written")};
       k.variant = intern_variant(variant);
       break;
+    case KernelKind::LayerNorm: s = {f.get("rows"), f.get("features")}; break;
+    case KernelKind::Attention:
+      s = {f.get("N"), f.get("heads"), f.get("T"), f.get("head_dim"), f.get("causal", 0)};
+      if (s[4] != 0 && s[4] != 1) throw InputError("--shape", "causal must be 0 or 1");
+      break;
+    case KernelKind::Embedding: s = {f.get("rows"), f.get("dim"), f.get("num_embeddings")}; break;
     default: activation_shape(f, variant, k); break;  // activation (spec_kinds has no concat or dropout)
   }
 }
@@ -150,7 +157,7 @@ void check_positive(const KernelDesc& k) {
   const auto& fields = kernel_shape_fields(k.kind);
   for (size_t i = 0; i < fields.size(); ++i)
     if (k.shape[i] <= 0 && !(k.kind == KernelKind::Conv2d && (i == 9 || i == 10)) && !(k.kind == KernelKind::Pool && i == 7) &&
-        !(k.kind == KernelKind::Gemm && i >= 3))
+        !(k.kind == KernelKind::Gemm && i >= 3) && !(k.kind == KernelKind::Attention && i == 4))
       throw InputError("--shape", std::string(fields[i]) + " must be positive");
 }
 

@@ -28,6 +28,9 @@ const char* kind_name(KernelKind k) {
     case KernelKind::SgdUpdate: return "sgd_update";
     case KernelKind::Eltwise: return "eltwise";
     case KernelKind::AdamUpdate: return "adam_update";
+    case KernelKind::LayerNorm: return "layernorm";
+    case KernelKind::Attention: return "attention";
+    case KernelKind::Embedding: return "embedding";
   }
   return "?";
 }
@@ -102,8 +105,13 @@ MathMode math_mode_for(KernelKind kind, Precision p) {
     case KernelKind::Conv2d:  // cuDNN's allow_tf32 is on by default: TF32 under fp32 and tf32 alike
       return sixteen ? sixteen_mode : MathMode::TF32;
     case KernelKind::Gemm:  // cuBLAS's matmuls run in TF32 only when asked to
+    // scaled_dot_product_attention: flash attention in bf16/fp16; in fp32 (which flash attention does
+    // not take) the memory-efficient kernel, whose FP32 matmuls are no faster than cuBLAS's strict ones.
+    case KernelKind::Attention:
       return sixteen ? sixteen_mode : p == Precision::TF32 ? MathMode::TF32 : MathMode::FP32;
     case KernelKind::SoftmaxCE:  // autocast runs the loss in FP32
+    case KernelKind::LayerNorm:  // layer_norm is on autocast's FP32 list: it runs (and writes) FP32
+    case KernelKind::Embedding:  // not autocast: it gathers rows of the FP32 weight into an FP32 output
     case KernelKind::SgdUpdate:  // the optimizer updates the FP32 parameters
     case KernelKind::AdamUpdate:
       return MathMode::FP32;
@@ -122,6 +130,9 @@ const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
   static const std::vector<const char*> ce = {"N", "classes"};
   static const std::vector<const char*> params = {"params"};
   static const std::vector<const char*> eltwise = {"read", "written"};
+  static const std::vector<const char*> layernorm = {"rows", "features"};
+  static const std::vector<const char*> attention = {"N", "heads", "T", "head_dim", "causal"};
+  static const std::vector<const char*> embedding = {"rows", "dim", "num_embeddings"};
   switch (k) {
     case KernelKind::Conv2d: return conv;
     case KernelKind::Gemm: return gemm;
@@ -132,11 +143,66 @@ const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
     case KernelKind::SgdUpdate:
     case KernelKind::AdamUpdate: return params;
     case KernelKind::Eltwise: return eltwise;
+    case KernelKind::LayerNorm: return layernorm;
+    case KernelKind::Attention: return attention;
+    case KernelKind::Embedding: return embedding;
     default: return elems;
   }
 }
 
 int element_bytes(MathMode m) { return (m == MathMode::BF16 || m == MathMode::FP16) ? 2 : 4; }
+
+// LayerNorm over the last dimension (PyTorch's vectorized_layer_norm_kernel and its backward), in FP32
+// under autocast. Forward: per row a mean and a variance, then (x - mean) * rstd * weight + bias, about 8
+// operations per element; it reads x and writes y, plus mean and rstd (FP32) per row. Backward: dx
+// (two row reductions of dy * weight and dy * x_hat, then the combination) and the weight and bias
+// gradients (column reductions of dy * x_hat and dy), about 12 operations per element; at least
+// dy and x read and dx written once, mean and rstd read, the weight read and its two gradients written.
+static void set_layernorm_cost(KernelDesc& k) {
+  const auto& s = k.shape;
+  const double eb = element_bytes(k.math), rows = static_cast<double>(s[0]), f = static_cast<double>(s[1]), e = rows * f;
+  const bool fwd = k.pass == Pass::Fwd;
+  k.flops = (fwd ? 8.0 : 12.0) * e;
+  k.bytes = (fwd ? 2.0 : 3.0) * e * eb + 2.0 * rows * 4 + (fwd ? 2.0 : 3.0) * f * 4;
+}
+
+// Flash attention (FlashAttention-2, what scaled_dot_product_attention runs in bf16/fp16 on Hopper):
+// one fused kernel per pass over N x heads x T x head_dim tensors.
+//   FLOPs: forward QK^T and PV, 2 x 2 N H T^2 d = 4 N H T^2 d; backward recomputes QK^T and computes
+//   dV, dP, dQ, dK: 5 products, 10 N H T^2 d (2.5x the forward, as the FlashAttention-2 paper counts).
+//   Causal: flash attention skips the blocks above the diagonal, so both passes do about half the
+//   work; counted as exactly half (the diagonal blocks, computed whole, add T/block of it).
+//   Bytes, as flash attention moves them (never the T x T scores, which stay on chip): forward reads
+//   q, k, v and writes o and the logsumexp (FP32, one per row and head); backward reads q, k, v, o,
+//   dO and the logsumexp and writes dq, dk, dv (its FP32 dq accumulator and the rowsum(dO * o)
+//   preprocessing are left out: a floor, not an estimate of them).
+static void set_attention_cost(KernelDesc& k) {
+  const auto& s = k.shape;
+  const double eb = element_bytes(k.math), n = static_cast<double>(s[0]), h = static_cast<double>(s[1]), t = static_cast<double>(s[2]),
+               d = static_cast<double>(s[3]);
+  const bool fwd = k.pass == Pass::Fwd;
+  const double causal = s[4] ? 0.5 : 1.0;
+  const double qkvo = n * h * t * d, lse = n * h * t * 4;
+  k.flops = (fwd ? 4.0 : 10.0) * n * h * t * t * d * causal;
+  k.bytes = fwd ? 4.0 * qkvo * eb + lse : 8.0 * qkvo * eb + lse;
+}
+
+// nn.Embedding (FP32 weight; ids int64). Forward: a gather of `rows` rows of `dim` from the table,
+// reading the ids and the rows, writing the output. Backward (embedding_dense_backward): the weight
+// gradient is a num_embeddings x dim FP32 tensor, zero-filled, into which each row of dY is added at
+// its id (PyTorch sorts the ids and sums each id's rows first); at least dY and the ids read and the
+// whole gradient written; one add per element of dY.
+static void set_embedding_cost(KernelDesc& k) {
+  const auto& s = k.shape;
+  const double rows = static_cast<double>(s[0]), dim = static_cast<double>(s[1]), table = static_cast<double>(s[2]) * dim;
+  if (k.pass == Pass::Fwd) {
+    k.flops = 0;
+    k.bytes = rows * 8 + 2.0 * rows * dim * 4;
+  } else {
+    k.flops = rows * dim;
+    k.bytes = rows * 8 + rows * dim * 4 + table * 4;
+  }
+}
 
 void set_cost(KernelDesc& k) {
   const auto& s = k.shape;
@@ -212,6 +278,9 @@ void set_cost(KernelDesc& k) {
       k.flops = 12.0 * s[0];
       k.bytes = 28.0 * s[0];
       break;
+    case KernelKind::LayerNorm: set_layernorm_cost(k); break;
+    case KernelKind::Attention: set_attention_cost(k); break;
+    case KernelKind::Embedding: set_embedding_cost(k); break;
   }
 }
 
@@ -239,8 +308,8 @@ struct Lowering {
   // as NHWC. Vectors (N x F, after the flatten) have one layout only.
   bool over_images(int li) const {
     const Layer& l = g.layers[li];
-    bool spatial = l.out.h * l.out.w > 1;
-    for (const Shape& x : l.in) spatial = spatial || x.h * x.w > 1;
+    bool spatial = l.out.spatial();
+    for (const Shape& x : l.in) spatial = spatial || x.spatial();
     return spatial;
   }
 
@@ -253,7 +322,8 @@ struct Lowering {
   KernelDesc kernel(KernelKind kind, Pass pass, int layer, std::initializer_list<int64_t> shape, const char* variant = "") const {
     KernelDesc k = make(kind, pass, math_mode_for(kind, prec), layer, shape, variant);
     const bool activation_kernel = kind != KernelKind::Gemm && kind != KernelKind::SoftmaxCE && kind != KernelKind::SgdUpdate &&
-                                   kind != KernelKind::AdamUpdate;
+                                   kind != KernelKind::AdamUpdate && kind != KernelKind::Attention && kind != KernelKind::Embedding &&
+                                   kind != KernelKind::LayerNorm;
     if (channels_last() && activation_kernel && layer >= 0 && over_images(layer)) k.format = MemoryFormat::ChannelsLast;
     return k;
   }
@@ -295,12 +365,15 @@ struct Lowering {
   void linear(int li, bool input_needs_grad, std::vector<KernelDesc>& bw) {
     const Layer& l = g.layers[li];
     const int64_t in_f = l.in[0].c, out_f = l.out_features;
-    // Row-major view of nn.Linear: Y = X W^T, dX = dY W, dW = dY^T X.
+    // Row-major view of nn.Linear: Y = X W^T, dX = dY W, dW = dY^T X. On a sequence the rows are the
+    // batch's tokens, [B*T, in] (F.linear folds a contiguous 3-D input to 2-D for addmm): in cuBLAS's
+    // terms forward M = out, N = B*T, K = in (validation/README.md, "GEMMs as nn.Linear issues them").
+    const int64_t rows = n * l.in[0].tokens();
     std::vector<KernelDesc> casts;
-    autocast_kernels(li, l.weight_params(), casts);
-    out.forward.push_back(kernel(KernelKind::Gemm, Pass::Fwd, li, {n, out_f, in_f, 0, 1}));
-    if (input_needs_grad) bw.push_back(kernel(KernelKind::Gemm, Pass::BwdData, li, {n, in_f, out_f, 0, 0}));
-    bw.push_back(kernel(KernelKind::Gemm, Pass::BwdWeight, li, {out_f, in_f, n, 1, 0}));
+    autocast_kernels(li, l.matmul_weight_elements(), casts);  // a tied weight is cast all the same
+    out.forward.push_back(kernel(KernelKind::Gemm, Pass::Fwd, li, {rows, out_f, in_f, 0, 1}));
+    if (input_needs_grad) bw.push_back(kernel(KernelKind::Gemm, Pass::BwdData, li, {rows, in_f, out_f, 0, 0}));
+    bw.push_back(kernel(KernelKind::Gemm, Pass::BwdWeight, li, {out_f, in_f, rows, 1, 0}));
     for (auto& k : casts) bw.push_back(k);
     if (l.bias) bias_kernels(li, n * l.out.elements(), out_f, bw);
   }
@@ -319,6 +392,52 @@ struct Lowering {
     std::initializer_list<int64_t> sh = {n, x.c, x.h, x.w, r, s, st, pad, l.out.h, l.out.w};
     out.forward.push_back(kernel(KernelKind::Pool, Pass::Fwd, li, sh, mode));
     bw.push_back(kernel(KernelKind::Pool, Pass::Bwd, li, sh, mode));
+  }
+
+  // The transformer layers (docs/transformers.md). Token counts: rows = batch x tokens.
+  void transformer_kernels(int li, std::vector<KernelDesc>& bw) {
+    const Layer& l = g.layers[li];
+    const Shape& x = l.in[0];
+    const int64_t in_el = n * x.elements(), out_el = n * l.out.elements();
+    switch (l.op) {
+      case Op::Embedding: {
+        both_passes(KernelKind::Embedding, li, {n * x.h, l.embedding_dim, l.num_embeddings}, bw);
+        // A weight tied to a later linear layer (GPT-2's wte and lm_head) gets two gradients: the
+        // linear's, computed first in the backward pass and kept as .grad, and this one, which
+        // AccumulateGrad adds to it: one FP32 add over the whole table.
+        for (const Layer& other : g.layers)
+          if (other.tied_to == li)
+            bw.push_back(make(KernelKind::Add, Pass::Bwd, MathMode::FP32, li, {l.num_embeddings * l.embedding_dim, 2}));
+        break;
+      }
+      case Op::PositionalEmbedding: {
+        // x + P[:T], P broadcast over the batch; backward passes dY through to x (no kernel) and sums it
+        // over the batch into P's gradient (its num_embeddings x C rows written, the unused ones zero).
+        const int64_t table = l.num_embeddings * x.c;
+        out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el + x.h * x.c, out_el}, "position_add"));
+        bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, table}, "position_grad"));
+        break;
+      }
+      case Op::LayerNorm: both_passes(KernelKind::LayerNorm, li, {n * x.tokens(), x.c}, bw); break;
+      case Op::Attention: {
+        const int64_t heads = l.num_heads, head_dim = l.attention_width() / l.num_heads;
+        both_passes(KernelKind::Attention, li, {n, heads, x.h, head_dim, l.causal ? 1 : 0}, bw);
+        break;
+      }
+      case Op::ToSequence: break;  // reshape and permute: views (the class token's cat copies)
+      case Op::ClassToken:
+        // torch.cat([class_token.expand(B, -1, -1), x], dim=1): a copy of x and the token; backward
+        // splits dY into dx and the token's gradient (summed over the batch).
+        out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el + x.c, out_el}, "class_token_cat"));
+        bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, in_el + x.c}, "class_token_grad"));
+        break;
+      case Op::Select:
+        // x[:, index] is a view; its backward (select_backward) writes a zero tensor of x's size with
+        // the selected token's gradient in place.
+        bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, in_el}, "select_backward"));
+        break;
+      default: break;
+    }
   }
 
   // A forward and a backward kernel of one kind over the same shape.
@@ -353,7 +472,7 @@ struct Lowering {
       case Op::View:
         // A view, except of an NHWC image: flattening it to N x (C*H*W) in PyTorch's NCHW order needs
         // a contiguous copy (.reshape copies), and its gradient is copied back.
-        if (channels_last() && x.h * x.w > 1) both_passes(KernelKind::Eltwise, li, {in_el, in_el}, bw, "channels_last_copy");
+        if (channels_last() && x.spatial()) both_passes(KernelKind::Eltwise, li, {in_el, in_el}, bw, "channels_last_copy");
         break;
       case Op::Mul: {
         // y = a * b (b possibly a C x 1 x 1 gate); backward reads dy, a and b and writes da and db
@@ -372,7 +491,15 @@ struct Lowering {
         bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, in_all}, intern_variant(l.source_op)));
         break;
       }
-      case Op::SoftmaxCrossEntropy: both_passes(KernelKind::SoftmaxCE, li, {n, x.c}, bw); break;
+      // A language model's loss: one row of class scores per token.
+      case Op::SoftmaxCrossEntropy: both_passes(KernelKind::SoftmaxCE, li, {n * x.tokens(), x.c}, bw); break;
+      case Op::Embedding:
+      case Op::PositionalEmbedding:
+      case Op::LayerNorm:
+      case Op::Attention:
+      case Op::ToSequence:
+      case Op::ClassToken:
+      case Op::Select: transformer_kernels(li, bw); break;
     }
   }
 
@@ -382,7 +509,7 @@ struct Lowering {
     // and anything derived from it by parameter-free layers (a flatten, a pooling) need none.
     bool input_needs_grad = false;
     for (int j : l.inputs) input_needs_grad = input_needs_grad || (j >= 0 && requires_grad[j]);
-    requires_grad[li] = input_needs_grad || l.params() > 0;
+    requires_grad[li] = input_needs_grad || l.params() > 0 || l.tied_to >= 0;
     std::vector<KernelDesc> bw;  // this layer's backward kernels, in execution order
     layer_kernels(li, input_needs_grad, bw);
     if (!requires_grad[li]) return;  // no gradient flows here: no backward kernels

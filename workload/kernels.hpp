@@ -16,8 +16,11 @@ namespace dtsim {
 
 // Eltwise: what imported models need beyond these (a per-channel multiply, a transpose, an operator
 // dtsim does not know): a memory-bound kernel known only by the elements it reads and writes.
-enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise, AdamUpdate };
-constexpr int kKernelKinds = static_cast<int>(KernelKind::AdamUpdate) + 1;
+// LayerNorm, Attention (flash attention, fused) and Embedding (gather, index-add) are the
+// transformers' own (docs/transformers.md); no measured predictors yet: the roofline prices them.
+enum class KernelKind { Conv2d, Gemm, BatchNorm, Activation, Pool, Add, Concat, Dropout, SoftmaxCE, SgdUpdate, Eltwise, AdamUpdate,
+                        LayerNorm, Attention, Embedding };
+constexpr int kKernelKinds = static_cast<int>(KernelKind::Embedding) + 1;
 enum class Pass { Fwd, BwdData, BwdFilter, BwdWeight, Bwd, Update };
 constexpr int kPasses = static_cast<int>(Pass::Update) + 1;
 // The names of kinds and passes, in the outputs and in every file and flag that names them.
@@ -38,6 +41,9 @@ MathMode math_mode_for(KernelKind kind, Precision p);
 //   activation, concat, dropout: elements      softmax_ce: N classes    sgd_update: params
 //   eltwise: read written (elements read from all inputs, elements written to all outputs)
 //   adam_update: params (variant adam or adamw)
+//   layernorm: rows features (rows = batch x tokens; normalised over the features)
+//   attention: N heads T head_dim causal (causal 1: is_causal; q, k, v and o are N x heads x T x head_dim)
+//   embedding: rows dim num_embeddings (rows = batch x tokens gathered from a num_embeddings x dim table)
 constexpr int kMaxShapeFields = 14;
 
 // The activations' memory format, in PyTorch's words: contiguous (NCHW) or channels_last (NHWC).

@@ -45,6 +45,10 @@ static const std::map<std::string, Op>& op_table() {
         {"add", Op::Add},               {"concat", Op::Concat},
         {"dropout", Op::Dropout},       {"flatten", Op::Flatten},
         {"softmax_cross_entropy", Op::SoftmaxCrossEntropy},
+        {"embedding", Op::Embedding},   {"positional_embedding", Op::PositionalEmbedding},
+        {"layernorm", Op::LayerNorm},   {"attention", Op::Attention},
+        {"to_sequence", Op::ToSequence}, {"class_token", Op::ClassToken},
+        {"select", Op::Select},
     };
     for (const std::string& a : activation_names()) ops[a] = Op::Activation;  // each activation is an op by its own name
     return ops;
@@ -108,9 +112,48 @@ static void read_op_fields(JsonObject& o, Layer& l) {
     case Op::Dropout:
       l.dropout_p = o.number_or("p", 0.5, 0.0, 1.0);
       break;
+    case Op::Embedding:
+      l.num_embeddings = o.integer("num_embeddings", 1, kMaxDim);
+      l.embedding_dim = o.integer("embedding_dim", 1, kMaxDim);
+      break;
+    case Op::PositionalEmbedding:
+      l.num_embeddings = o.integer("num_embeddings", 1, kMaxDim);
+      break;
+    case Op::LayerNorm:
+      o.number_or("eps", 1e-5, 0, 1);
+      l.affine = o.boolean_or("elementwise_affine", true);
+      l.bias = o.boolean_or("bias", true);
+      break;
+    case Op::Attention:
+      l.num_heads = o.integer("num_heads", 1, kMaxDim);
+      l.causal = o.boolean_or("is_causal", false);
+      o.number_or("dropout_p", 0.0, 0.0, 1.0);  // applied inside the attention kernel: no cost of its own
+      break;
+    case Op::Select:
+      l.index = o.integer_or("index", 0, 0, kMaxDim);
+      break;
+    case Op::Activation:
+      // nn.GELU(approximate="tanh"): GPT-2's gelu_new, a variant of its own.
+      if (l.activation == "gelu" && o.has("approximate")) {
+        const std::string a = o.str("approximate");
+        if (a != "none" && a != "tanh") o.fail("approximate", "must be \"none\" or \"tanh\", got '" + a + "'");
+        if (a == "tanh") l.activation = "gelu_tanh";
+      }
+      break;
     default:
       break;
   }
+}
+
+// A linear layer's tie_weight: an earlier embedding layer whose weight it uses (shapes checked by
+// infer_shapes).
+static void read_tie(JsonObject& o, Layer& l, const std::unordered_map<std::string, int>& index) {
+  if (!o.has("tie_weight")) return;
+  if (l.op != Op::Linear) o.fail("tie_weight", "only a linear layer ties its weight to an embedding");
+  const std::string name = o.str("tie_weight");
+  auto f = index.find(name);
+  if (f == index.end()) o.fail("tie_weight", "'" + name + "' is not a layer defined earlier");
+  l.tied_to = f->second;
 }
 
 // Layer i of $.layers; `index` holds the names of the layers before it.
@@ -127,19 +170,45 @@ static Layer read_layer(JsonObject& o, size_t i, const std::unordered_map<std::s
   if (l.op == Op::Activation) l.activation = op;
   l.inputs = read_inputs(o, i, index);
   read_op_fields(o, l);
+  read_tie(o, l, index);
   o.reject_unknown();
   return l;
 }
 
-Graph parse_model(const Json& doc, const std::string& what) {
+// $.input: an image {channels, height, width}, or a language model's token ids {sequence_length}.
+static void read_input(JsonObject& top, Graph& g) {
+  JsonObject in = top.object("input");
+  if (in.has("sequence_length")) {
+    g.input = Shape{1, in.integer("sequence_length", 1, kMaxDim), 1, false, true};
+    g.token_input = true;
+  } else {
+    g.input = Shape{in.integer("channels", 1, kMaxDim), in.integer("height", 1, kMaxDim), in.integer("width", 1, kMaxDim), false};
+  }
+  in.reject_unknown();
+}
+
+// --seq-len: a language model's sequence length in place of its file's; the model's learned
+// positions bound it.
+static void apply_seq_len(Graph& g, int64_t seq_len) {
+  if (seq_len <= 0) return;
+  if (!g.token_input)
+    throw InputError("--seq-len", "applies to language models (input: a token sequence), not " + g.name +
+                                      ", whose input is " + g.input.str() + " (a vision transformer's sequence follows from its image size)");
+  if (seq_len > kMaxDim) throw InputError("--seq-len", "must be in [1, " + std::to_string(kMaxDim) + "], got " + std::to_string(seq_len));
+  for (const Layer& l : g.layers)
+    if (l.op == Op::PositionalEmbedding && seq_len > l.num_embeddings)
+      throw InputError("--seq-len", std::to_string(seq_len) + " is longer than " + g.name + "'s " + std::to_string(l.num_embeddings) +
+                                        " learned positions (layer " + l.name + ")");
+  g.input.h = seq_len;
+}
+
+Graph parse_model(const Json& doc, const std::string& what, int64_t seq_len) {
   JsonObject top(doc, what, "$");
   Graph g;
   g.name = top.str("name");
   g.source = top.str_or("source", "");
   top.str_or("description", "");
-  JsonObject in = top.object("input");
-  g.input = Shape{in.integer("channels", 1, kMaxDim), in.integer("height", 1, kMaxDim), in.integer("width", 1, kMaxDim), false};
-  in.reject_unknown();
+  read_input(top, g);
 
   const Json& layers = top.raw("layers");
   if (!layers.is_array()) top.fail("layers", "must be an array of layer objects");
@@ -151,6 +220,7 @@ Graph parse_model(const Json& doc, const std::string& what) {
     index[g.layers.back().name] = static_cast<int>(i);
   }
   top.reject_unknown();
+  apply_seq_len(g, seq_len);
   infer_shapes(g, what);
   return g;
 }
@@ -168,7 +238,11 @@ std::vector<std::string> zoo_models() { return config_presets("models"); }
 bool is_onnx_path(const std::string& name_or_path) { return ends_with(name_or_path, ".onnx"); }
 
 Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options) {
-  if (is_onnx_path(name_or_path)) return import_onnx(name_or_path, options);
+  if (options.seq_len < 0) throw InputError("--seq-len", "must be in [1, " + std::to_string(kMaxDim) + "], got " + std::to_string(options.seq_len));
+  if (is_onnx_path(name_or_path)) {
+    if (options.seq_len > 0) throw InputError("--seq-len", "applies to zoo and JSON language models, not to ONNX files (their shapes are the export's)");
+    return import_onnx(name_or_path, options);
+  }
   std::string path = name_or_path;
   if (!looks_like_path(name_or_path)) {
     const auto preset = config_preset_file("models", name_or_path);
@@ -177,7 +251,7 @@ Graph load_model(const std::string& name_or_path, const ModelLoadOptions& option
                                       "; or give a path to a .json or .onnx file)");
     path = *preset;
   }
-  return parse_model(load_json_file(path), path);
+  return parse_model(load_json_file(path), path, options.seq_len);
 }
 
 }  // namespace dtsim

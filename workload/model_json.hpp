@@ -12,8 +12,10 @@
 namespace dtsim {
 
 
-// Parses and shape-checks a model document; `what` names it in errors.
-Graph parse_model(const Json& doc, const std::string& what);
+// Parses and shape-checks a model document; `what` names it in errors. seq_len > 0: a language
+// model's sequence length in place of the file's (InputError("--seq-len") for another model, or
+// beyond its learned positions).
+Graph parse_model(const Json& doc, const std::string& what, int64_t seq_len = 0);
 
 // How to read a model. JSON models and zoo names ignore both fields.
 struct ModelLoadOptions {
@@ -22,6 +24,8 @@ struct ModelLoadOptions {
   int64_t batch = 1;
   // Cost ONNX operators dtsim does not know by roofline from their tensor sizes instead of stopping.
   bool allow_unknown_ops = false;
+  // A language model's sequence length (--seq-len); 0: the model file's. JSON and zoo models only.
+  int64_t seq_len = 0;
 };
 
 // A zoo name (configs/models/NAME.json), a path to a .json file, or a path to a .onnx file.

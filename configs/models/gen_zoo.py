@@ -4,6 +4,8 @@
 Standard library only. Every model mirrors torchvision.models (default constructor arguments,
 1000 classes, no auxiliary heads) layer by layer; functional ops of torchvision's forward()
 (residual adds, torch.cat, F.relu, F.avg_pool2d, torch.flatten) appear as extra layers.
+The transformers mirror torchvision's vit_b_16 and HuggingFace transformers' GPT2LMHeadModel
+(gpt2) and BertForMaskedLM (bert-base-uncased) the same way (docs/transformers.md).
 The format is docs/model-format.md. After writing, each file is read back, its shapes and
 parameters are inferred following the doc's rules, and the parameter counts are checked against
 torchvision's exact values and the forward MACs against the well-known figures (within 2%).
@@ -31,11 +33,20 @@ FIELDS = {
     "adaptive_avgpool2d": {"output"},
     "add": set(), "concat": set(), "dropout": {"p"}, "flatten": set(),
     "softmax_cross_entropy": set(),
+    "embedding": {"num_embeddings", "embedding_dim"}, "positional_embedding": {"num_embeddings"},
+    "layernorm": {"eps", "elementwise_affine", "bias"}, "attention": {"num_heads", "is_causal", "dropout_p"},
+    "to_sequence": set(), "class_token": set(), "select": {"index"},
 }
 for _a in ("relu", "relu6", "sigmoid", "tanh", "silu", "gelu", "hardswish"):
     FIELDS[_a] = set()
+FIELDS["gelu"] = {"approximate"}
+FIELDS["linear"] = {"out_features", "bias", "tie_weight"}
 REQUIRED = {"conv2d": {"out_channels", "kernel"}, "linear": {"out_features"},
-            "maxpool2d": {"kernel"}, "avgpool2d": {"kernel"}, "adaptive_avgpool2d": {"output"}}
+            "maxpool2d": {"kernel"}, "avgpool2d": {"kernel"}, "adaptive_avgpool2d": {"output"},
+            "embedding": {"num_embeddings", "embedding_dim"}, "positional_embedding": {"num_embeddings"},
+            "attention": {"num_heads"}}
+# A sequence of T tokens of C features is the tuple ("seq", T, C); a language model's input is its
+# token ids, ("seq", T, 1).
 
 
 def pair(v):
@@ -61,21 +72,72 @@ def pool_out(h, k, s, p, ceil_mode):
     return o
 
 
-def layer_cost(layer, ins):
+def is_seq(x):
+    return len(x) == 3 and x[0] == "seq"
+
+
+def transformer_cost(layer, ins, named):
+    """The transformer ops of docs/model-format.md: (output shape, params, forward MACs)."""
+    op, name, x = layer["op"], layer["name"], ins[0]
+    if op == "attention":
+        assert len(ins) in (1, 3) and all(is_seq(i) and i == x for i in ins), "%s: q, k, v %s" % (name, ins)
+        c = x[2] // 3 if len(ins) == 1 else x[2]
+        assert len(ins) == 3 or x[2] % 3 == 0, name
+        assert c % layer["num_heads"] == 0, name
+        return ("seq", x[1], c), 0, 2 * x[1] * x[1] * c  # QK^T and PV, counted dense
+    assert len(ins) == 1, "%s: one input expected" % name
+    if op == "embedding":
+        assert is_seq(x) and x[2] == 1, "%s: embedding needs token ids, got %s" % (name, x)
+        return ("seq", x[1], layer["embedding_dim"]), layer["num_embeddings"] * layer["embedding_dim"], 0
+    if op == "positional_embedding":
+        assert is_seq(x) and x[1] <= layer["num_embeddings"], name
+        return x, layer["num_embeddings"] * x[2], 0
+    if op == "layernorm":
+        assert is_seq(x) or len(x) == 1, name
+        c = x[-1]
+        affine = layer.get("elementwise_affine", True)
+        return x, (c if affine else 0) + (c if affine and layer.get("bias", True) else 0), 0
+    if op == "to_sequence":
+        assert len(x) == 3 and not is_seq(x), name
+        return ("seq", x[1] * x[2], x[0]), 0, 0
+    if op == "class_token":
+        assert is_seq(x), name
+        return ("seq", x[1] + 1, x[2]), x[2], 0
+    if op == "select":
+        assert is_seq(x) and layer.get("index", 0) < x[1], name
+        return (x[2],), 0, 0
+    raise AssertionError("%s: unknown op %s" % (name, op))
+
+
+def layer_cost(layer, ins, named=None):
     """Returns (output shape, params, forward MACs) of one layer given its input shapes.
-    A shape is a tuple (C, H, W) or (F,)."""
+    A shape is a tuple (C, H, W), (F,) or ("seq", T, C). `named`: the layers before it by name (for
+    tie_weight)."""
     op = layer["op"]
     extra = set(layer) - {"name", "op", "inputs"} - FIELDS[op]
     assert not extra, "%s: unknown fields %s" % (layer["name"], extra)
     missing = REQUIRED.get(op, set()) - set(layer)
     assert not missing, "%s: missing %s" % (layer["name"], missing)
+    if op in ("embedding", "positional_embedding", "layernorm", "attention", "to_sequence", "class_token", "select"):
+        return transformer_cost(layer, ins, named)
     if op in ("add", "concat"):
         assert len(ins) >= 2, "%s: %s needs two or more inputs" % (layer["name"], op)
     else:
         assert len(ins) == 1, "%s: one input expected" % layer["name"]
     x = ins[0]
+    if op == "linear" and is_seq(x):  # per token
+        o = layer["out_features"]
+        weight = x[2] * o
+        if "tie_weight" in layer:
+            e = named[layer["tie_weight"]]
+            assert e["op"] == "embedding" and (e["num_embeddings"], e["embedding_dim"]) == (o, x[2]), layer["name"]
+            weight = 0  # the embedding's weight, counted there
+        return ("seq", x[1], o), weight + (o if layer.get("bias", True) else 0), x[1] * x[2] * o
+    if op == "softmax_cross_entropy" and is_seq(x):
+        return (), 0, 0
+    assert "tie_weight" not in layer, "%s: only a linear layer over a sequence ties its weight here" % layer["name"]
     if op == "conv2d":
-        assert len(x) == 3, layer["name"]
+        assert len(x) == 3 and not is_seq(x), layer["name"]
         c, h, w = x
         k = layer["out_channels"]
         r, s_ = pair(layer["kernel"])
@@ -113,6 +175,8 @@ def layer_cost(layer, ins):
         assert all(len(i) == 3 and i[1:] == x[1:] for i in ins), "%s: concat %s" % (layer["name"], ins)
         return (sum(i[0] for i in ins),) + x[1:], 0, 0
     if op == "flatten":
+        if is_seq(x):
+            return (x[1] * x[2],), 0, 0
         return (x[0] * x[1] * x[2],) if len(x) == 3 else x, 0, 0
     if op == "softmax_cross_entropy":
         assert len(x) == 1, layer["name"]
@@ -125,7 +189,12 @@ def infer(model):
     for key in model:
         assert key in ("name", "input", "layers", "description", "source"), key
     inp = model["input"]
-    shapes = {"input": (inp["channels"], inp["height"], inp["width"])}
+    if "sequence_length" in inp:
+        assert set(inp) == {"sequence_length"}, inp
+        shapes = {"input": ("seq", inp["sequence_length"], 1)}
+    else:
+        shapes = {"input": (inp["channels"], inp["height"], inp["width"])}
+    named = {}
     prev = "input"
     params = macs = 0
     for i, layer in enumerate(model["layers"]):
@@ -134,7 +203,8 @@ def infer(model):
         ins = layer.get("inputs", [prev])
         for n in ins:
             assert n in shapes, "%s: undefined input %s" % (name, n)
-        out, p, m = layer_cost(layer, [shapes[n] for n in ins])
+        out, p, m = layer_cost(layer, [shapes[n] for n in ins], named)
+        named[name] = layer
         if layer["op"] == "softmax_cross_entropy":
             assert i == len(model["layers"]) - 1, "loss must be the last layer"
         shapes[name] = out
@@ -158,10 +228,16 @@ def _compact(v):
 
 
 class Model:
-    def __init__(self, name, source, c, h, w):
-        self.d = {"name": name, "source": source,
-                  "input": {"channels": c, "height": h, "width": w}, "layers": []}
-        self.shapes = {"input": (c, h, w)}
+    def __init__(self, name, source, c, h=None, w=None, tokens=None):
+        """An image model (c, h, w), or a language model over `tokens` token ids (c is None)."""
+        if tokens is not None:
+            self.d = {"name": name, "source": source, "input": {"sequence_length": tokens}, "layers": []}
+            self.shapes = {"input": ("seq", tokens, 1)}
+        else:
+            self.d = {"name": name, "source": source,
+                      "input": {"channels": c, "height": h, "width": w}, "layers": []}
+            self.shapes = {"input": (c, h, w)}
+        self.named = {}
         self.last = "input"
 
     def add(self, name, op, inputs=None, **fields):
@@ -173,7 +249,8 @@ class Model:
         for k, v in fields.items():
             layer[k] = _compact(v)
         ins = layer.get("inputs", [self.last])
-        out, _, _ = layer_cost(layer, [self.shapes[n] for n in ins])
+        out, _, _ = layer_cost(layer, [self.shapes[n] for n in ins], self.named)
+        self.named[name] = layer
         self.d["layers"].append(layer)
         self.shapes[name] = out
         self.last = name
@@ -556,7 +633,134 @@ def inception_v3():
     return m
 
 
+HF = "HuggingFace transformers 4.x definition"
+
+
+def vit_b_16():
+    """torchvision's VisionTransformer(patch_size=16, num_layers=12, num_heads=12, hidden_dim=768,
+    mlp_dim=3072) at 224 x 224: 196 patches and the class token, 197 tokens. Its dropouts default to
+    p=0.0, which PyTorch skips (no kernel, nothing saved), so they are left out."""
+    m = Model("vit_b_16", "torchvision.models.vit_b_16, " + TV, 3, 224, 224)
+    m.conv("conv_proj", 768, 16, 16)
+    m.add("to_sequence", "to_sequence")  # _process_input: x.reshape(n, 768, 196).permute(0, 2, 1)
+    m.add("class_token", "class_token")  # torch.cat([class_token.expand(n, -1, -1), x], dim=1)
+    m.add("encoder.pos_embedding", "positional_embedding", num_embeddings=197)  # input + pos_embedding
+    for i in range(12):
+        p = "encoder.layers.encoder_layer_%d." % i
+        x = m.last
+        m.add(p + "ln_1", "layernorm", eps=1e-6)
+        # nn.MultiheadAttention(batch_first=True), called with need_weights=False: one packed
+        # in_proj (in_proj_weight 3C x C, in_proj_bias), scaled_dot_product_attention, out_proj.
+        m.linear(p + "self_attention.in_proj", 3 * 768)
+        m.add(p + "self_attention.sdpa", "attention", num_heads=12)
+        m.linear(p + "self_attention.out_proj", 768)
+        res = m.add(p + "add_1", "add", inputs=[m.last, x])  # x = x + input
+        m.add(p + "ln_2", "layernorm", eps=1e-6)
+        m.linear(p + "mlp.0", 3072)
+        m.add(p + "mlp.1", "gelu")
+        m.linear(p + "mlp.3", 768)
+        m.add(p + "add_2", "add", inputs=[m.last, res])  # x + y
+    m.add("encoder.ln", "layernorm", eps=1e-6)
+    m.add("select", "select", index=0)  # x[:, 0], the class token
+    m.linear("heads.head", 1000)
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+def gpt2_small():
+    """HuggingFace's GPT2LMHeadModel with the gpt2 configuration: 12 layers of width 768, 12 heads,
+    MLP 3072 with gelu_new (tanh-approximated GELU), pre-LayerNorm, vocabulary 50257, 1024 learned
+    positions, dropout 0.1 (embd, resid and attention, the last inside the attention kernel), Conv1D
+    layers (linear layers with biases), lm_head without bias and tied to wte. The loss is the
+    cross-entropy over the vocabulary of every token of the batch (B x T rows)."""
+    m = Model("gpt2_small", "transformers.GPT2LMHeadModel (GPT2Config(): the gpt2 checkpoint), " + HF, None, tokens=1024)
+    m.add("transformer.wte", "embedding", num_embeddings=50257, embedding_dim=768)
+    m.add("transformer.wpe", "positional_embedding", num_embeddings=1024)  # inputs_embeds + wpe(position_ids)
+    m.add("transformer.drop", "dropout", p=0.1)
+    for i in range(12):
+        p = "transformer.h.%d." % i
+        x = m.last
+        m.add(p + "ln_1", "layernorm")
+        m.linear(p + "attn.c_attn", 3 * 768)  # q, k, v in one Conv1D, split into 12 heads of 64
+        m.add(p + "attn.sdpa", "attention", num_heads=12, is_causal=True, dropout_p=0.1)
+        m.linear(p + "attn.c_proj", 768)
+        m.add(p + "attn.resid_dropout", "dropout", p=0.1)
+        res = m.add(p + "add_1", "add", inputs=[m.last, x])
+        m.add(p + "ln_2", "layernorm")
+        m.linear(p + "mlp.c_fc", 3072)
+        m.add(p + "mlp.act", "gelu", approximate="tanh")
+        m.linear(p + "mlp.c_proj", 768)
+        m.add(p + "mlp.dropout", "dropout", p=0.1)
+        m.add(p + "add_2", "add", inputs=[m.last, res])
+    m.add("transformer.ln_f", "layernorm")
+    m.add("lm_head", "linear", out_features=50257, bias=False, tie_weight="transformer.wte")
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+def bert_base():
+    """HuggingFace's BertForMaskedLM with the bert-base-uncased configuration: BertModel without its
+    pooler (BertForMaskedLM builds it with add_pooling_layer=False), 12 post-LayerNorm layers of
+    width 768, 12 heads, intermediate 3072 with exact GELU, vocabulary 30522, 512 learned positions,
+    2 token types, dropout 0.1; the masked-LM head: transform (dense, GELU, LayerNorm) and a decoder
+    tied to the word embeddings with its own bias. The loss runs over every token (labels -100 where
+    nothing is masked), B x T rows.
+    Parameters, layer by layer:
+      embeddings: word 30522 x 768 = 23,440,896; position 512 x 768 = 393,216; token type
+        2 x 768 = 1,536; LayerNorm 2 x 768 = 1,536; together 23,837,184
+      each layer: query, key, value 3 x (768 x 768 + 768) = 1,771,776; attention output dense
+        590,592; its LayerNorm 1,536; intermediate 768 x 3072 + 3072 = 2,362,368; output
+        3072 x 768 + 768 = 2,360,064; its LayerNorm 1,536; together 7,087,872, x 12 = 85,054,464
+      MLM head: transform dense 590,592; LayerNorm 1,536; decoder weight tied (0); decoder bias
+        30,522; together 622,650
+      BertForMaskedLM: 23,837,184 + 85,054,464 + 622,650 = 109,514,298
+      (BertModel with its pooler, 768 x 768 + 768 = 590,592 more, is 109,482,240 without the head;
+      BertForPreTraining adds the pooler and the next-sentence head, 768 x 2 + 2: 110,106,428.)"""
+    m = Model("bert_base", "transformers.BertForMaskedLM (bert-base-uncased configuration), " + HF, None, tokens=512)
+    word = m.add("bert.embeddings.word_embeddings", "embedding", num_embeddings=30522, embedding_dim=768)
+    # inputs_embeds + token_type_embeddings + position_embeddings: sums in any order; listed in
+    # BertEmbeddings' parameter order (word, position, token type) for DDP's buckets. The token type
+    # ids have the input ids' shape (one per token): the embedding reads the input.
+    m.add("bert.embeddings.position_embeddings", "positional_embedding", num_embeddings=512, inputs=word)
+    pos = m.last
+    tt = m.add("bert.embeddings.token_type_embeddings", "embedding", inputs="input", num_embeddings=2, embedding_dim=768)
+    m.add("bert.embeddings.add", "add", inputs=[pos, tt])
+    m.add("bert.embeddings.LayerNorm", "layernorm", eps=1e-12)
+    m.add("bert.embeddings.dropout", "dropout", p=0.1)
+    for i in range(12):
+        p = "bert.encoder.layer.%d." % i
+        x = m.last
+        q = m.linear(p + "attention.self.query", 768, inputs=x)
+        k = m.linear(p + "attention.self.key", 768, inputs=x)
+        v = m.linear(p + "attention.self.value", 768, inputs=x)
+        m.add(p + "attention.self.sdpa", "attention", inputs=[q, k, v], num_heads=12, dropout_p=0.1)
+        m.linear(p + "attention.output.dense", 768)
+        m.add(p + "attention.output.dropout", "dropout", p=0.1)
+        m.add(p + "attention.output.add", "add", inputs=[m.last, x])  # LayerNorm(hidden + input)
+        a = m.add(p + "attention.output.LayerNorm", "layernorm", eps=1e-12)
+        m.linear(p + "intermediate.dense", 3072)
+        m.add(p + "intermediate.intermediate_act_fn", "gelu")
+        m.linear(p + "output.dense", 768)
+        m.add(p + "output.dropout", "dropout", p=0.1)
+        m.add(p + "output.add", "add", inputs=[m.last, a])
+        m.add(p + "output.LayerNorm", "layernorm", eps=1e-12)
+    m.linear("cls.predictions.transform.dense", 768)
+    m.add("cls.predictions.transform.transform_act_fn", "gelu")
+    m.add("cls.predictions.transform.LayerNorm", "layernorm", eps=1e-12)
+    m.add("cls.predictions.decoder", "linear", out_features=30522, bias=True, tie_weight="bert.embeddings.word_embeddings")
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+def lm_gmacs(params, layers, tokens, width):
+    """The usual estimate of a transformer's forward MACs per sequence: one per parameter per token,
+    plus attention's QK^T and PV, 2 T^2 C per layer (dense)."""
+    return (params * tokens + 2 * layers * tokens * tokens * width) / 1e9
+
+
 # name -> (builder, torchvision parameter count, forward GMACs per sample or None)
+# (the transformers: torchvision's or HuggingFace's parameter count; vit_b_16's 17.56 is torchvision's
+# documented GFLOPS column, which counts multiply-accumulates as it does for the CNNs)
 ZOO = {
     "alexnet": (alexnet, 61100840, 0.71),
     "vgg11": (lambda: vgg("vgg11"), 132863336, 7.61),
@@ -571,13 +775,21 @@ ZOO = {
     "mobilenet_v2": (mobilenet_v2, 3504872, 0.30),
     "googlenet": (googlenet, 6624904, 1.50),
     "inception_v3": (inception_v3, 23834568, 5.71),
+    "vit_b_16": (vit_b_16, 86567656, 17.56),
+    "gpt2_small": (gpt2_small, 124439808, lm_gmacs(124439808, 12, 1024, 768)),
+    "bert_base": (bert_base, 109514298, lm_gmacs(109514298, 12, 512, 768)),
 }
+
+# The logits before the loss: 1000 classes, or a language model's vocabulary per token.
+LOGITS = {"gpt2_small": ("seq", 1024, 50257), "bert_base": ("seq", 512, 30522)}
 
 # feature map that must reach the classifier's pooling layer
 LAST_FEATURES = {"alexnet": ("features.12", (256, 6, 6)), "resnet50": ("layer4.2.relu_out", (2048, 7, 7)),
                  "inception_v3": ("Mixed_7c.cat", (2048, 8, 8)), "vgg16": ("features.30", (512, 7, 7)),
                  "densenet121": ("features.norm5", (1024, 7, 7)), "googlenet": ("inception5b.cat", (1024, 7, 7)),
-                 "mobilenet_v2": ("features.18.2", (1280, 7, 7))}
+                 "mobilenet_v2": ("features.18.2", (1280, 7, 7)),
+                 "vit_b_16": ("encoder.ln", ("seq", 197, 768)), "gpt2_small": ("transformer.ln_f", ("seq", 1024, 768)),
+                 "bert_base": ("cls.predictions.transform.LayerNorm", ("seq", 512, 768))}
 
 
 def dumps(model):
@@ -611,7 +823,7 @@ def main():
             lname, want = LAST_FEATURES[name]
             if shapes[lname] != want:
                 failures.append("%s: %s is %s, expected %s" % (name, lname, shapes[lname], want))
-        if shapes[model["layers"][-2]["name"]] != (1000,):
+        if shapes[model["layers"][-2]["name"]] != LOGITS.get(name, (1000,)):
             failures.append("%s: logits are %s" % (name, shapes[model["layers"][-2]["name"]]))
         rows.append((name, params, macs, len(model["layers"])))
     tiny = os.path.join(HERE, "..", "..", "tests", "data", "tiny.json")
