@@ -290,7 +290,7 @@ Shape output_shape(const LayerCheck& check, bool last_layer) {
     case Op::Linear:
       check.need_one();
       if (x.seq) return Shape{l.out_features, x.h, 1, false, true};  // per token: a GEMM over [B*T, in]
-      if (!x.vector) check.fail("linear needs a vector or a sequence input (add a flatten layer), got " + x.str());
+      if (!x.vector) check.fail("linear needs a vector input or a sequence (add a flatten layer), got " + x.str());
       return Shape{l.out_features, 1, 1, true};
     case Op::BatchNorm2d:
       check.need_one(); check.need_map();

@@ -528,10 +528,12 @@ struct Lowering {
   // kernels (triton_red_fused_* and triton_poi_fused_*) in place of the 843 batchnorm, elementwise
   // and pooling kernels of the eager channels_last step; the convolutions still cuDNN's
   // (validation/data/h100-sxm/pytorch_modes/profiles, docs/training-modes.md).
+  // A transformer's layernorms fuse the same way with the residual adds and dropouts around them (one
+  // reduction per layernorm, as per batchnorm); attention, embeddings and matmuls stay as they are.
   static bool fusable(Op op) {
     switch (op) {
       case Op::BatchNorm2d: case Op::Activation: case Op::Add: case Op::MaxPool2d: case Op::AvgPool2d:
-      case Op::AdaptiveAvgPool2d: case Op::Dropout: case Op::Mul: case Op::Eltwise: return true;
+      case Op::AdaptiveAvgPool2d: case Op::Dropout: case Op::Mul: case Op::Eltwise: case Op::LayerNorm: return true;
       default: return false;
     }
   }
@@ -571,7 +573,7 @@ struct Lowering {
       bool read_outside = readers[i].empty();
       for (int c : readers[i]) read_outside = read_outside || run[c] != run[i];
       if (read_outside) r.outputs_el += n * l.out.elements();
-      if (l.op == Op::BatchNorm2d) r.batchnorms++, r.batchnorm_el += n * l.in[0].elements();
+      if (l.op == Op::BatchNorm2d || l.op == Op::LayerNorm) r.batchnorms++, r.batchnorm_el += n * l.in[0].elements();
     }
     return runs;
   }
