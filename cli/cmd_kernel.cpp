@@ -33,9 +33,10 @@ class KernelCommand : public Command {
     c->add_option("--shape", shape_,
                   "Comma-separated NAME=VALUE: conv2d N,C,H,W,K,R,S,stride,pad,dil,groups; gemm M,N,K (C[MxN] = A[MxK] B[KxN]); batchnorm "
                   "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add elements; softmax_ce N,classes; sgd_update and adam_update params; "
-                  "eltwise read,written (elements)")
+                  "eltwise read,written (elements); layernorm rows,features; attention N,heads,T,head_dim,causal (0 or 1, default 0); "
+                  "embedding rows,dim,num_embeddings")
         ->required();
-    c->add_option("--variant", variant_, "activation: relu (default), relu6, ...; pool: max (default) or avg; adam_update: adamw (default) "
+    c->add_option("--variant", variant_, "activation: relu (default), relu6, gelu, gelu_tanh, ...; pool: max (default) or avg; adam_update: adamw (default) "
                   "or adam; eltwise: the lowering's name (bias_add, bias_grad, ...), which framework profiles key on");
     c->add_option("--framework", framework_,
                   "Price the kernel as this framework runs it (configs/frameworks: " + join_names(framework_presets()) +
