@@ -228,7 +228,7 @@ TEST_CASE("transformers: --seq-len sets a language model's sequence, within its 
   o.seq_len = 2048;
   CHECK_THROWS_WITH(load_model("gpt2_small", o), Catch::Contains("--seq-len") && Catch::Contains("1024 learned positions"));
   o.seq_len = 196;
-  CHECK_THROWS_WITH(load_model("vit_b_16", o), Catch::Contains("--seq-len") && Catch::Contains("image size"));
+  CHECK_THROWS_WITH(load_model("vit_b_16", o), Catch::Contains("--seq-len") && Catch::Contains("fixes its sequence of patches"));
   CHECK_THROWS_WITH(load_model("resnet50", o), Catch::Contains("--seq-len"));
 }
 

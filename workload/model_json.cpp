@@ -191,9 +191,12 @@ static void read_input(JsonObject& top, Graph& g) {
 // positions bound it.
 static void apply_seq_len(Graph& g, int64_t seq_len) {
   if (seq_len <= 0) return;
-  if (!g.token_input)
-    throw InputError("--seq-len", "applies to language models (input: a token sequence), not " + g.name +
-                                      ", whose input is " + g.input.str() + " (a vision transformer's sequence follows from its image size)");
+  if (!g.token_input) {
+    bool patches = false;  // a vision transformer: its image size fixes its sequence
+    for (const Layer& l : g.layers) patches = patches || l.op == Op::ToSequence;
+    throw InputError("--seq-len", "applies to language models (input: token ids); " + g.name + "'s input is a " + g.input.str() + " image" +
+                                      (patches ? ", whose size fixes its sequence of patches" : ", with no token sequence"));
+  }
   if (seq_len > kMaxDim) throw InputError("--seq-len", "must be in [1, " + std::to_string(kMaxDim) + "], got " + std::to_string(seq_len));
   for (const Layer& l : g.layers)
     if (l.op == Op::PositionalEmbedding && seq_len > l.num_embeddings)
