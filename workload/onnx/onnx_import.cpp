@@ -107,6 +107,18 @@ struct Value {
   int layer = -1;  // activation: the producing layer, -1 for the model input
 };
 
+// A pattern of several nodes that becomes one layer (recognise()): attention, or GELU written out.
+struct Fused {
+  Op op = Op::Activation;
+  std::string activation;           // Op::Activation: gelu, gelu_tanh
+  std::vector<std::string> inputs;  // the activation tensors the layer reads
+  std::string output;               // the tensor it writes
+  const onnx::NodeProto* anchor = nullptr;  // names the layer (attention: the Softmax)
+  int64_t heads = 1;
+  bool causal = false;
+  double dropout = 0;
+};
+
 class Importer {
  public:
   Importer(const std::string& path, const ModelLoadOptions& opt) : path_(path), opt_(opt) {}
@@ -121,6 +133,7 @@ class Importer {
                 ", opset " + std::to_string(opset_) + ")";
     const auto& graph = model_.graph();
     check_shape_inputs();
+    recognise();
     for (int i = 0; i < graph.node_size(); ++i) node(graph.node(i), i);
     outputs();
     check_shapes();
@@ -163,6 +176,14 @@ class Importer {
                          std::to_string(max_opset));
     const auto& graph = model_.graph();
     for (int i = 0; i < graph.node_size(); ++i) node_index_[&graph.node(i)] = i;
+    // Gelu (opset 20) is newer than this libonnx: inference sees an Identity (the same shape), and
+    // node() maps it to the activation.
+    for (auto& n : *model_.mutable_graph()->mutable_node()) {
+      if (!default_domain(n) || n.op_type() != "Gelu" || n.input_size() != 1 || n.output_size() != 1) continue;
+      gelu_[&n] = attr_str(n, "approximate", "none") == "tanh" ? "gelu_tanh" : "gelu";
+      n.set_op_type("Identity");
+      n.clear_attribute();
+    }
   }
 
   // Sets the batch dimension of the one real input and drops the shapes the exporter recorded for
@@ -180,10 +201,17 @@ class Importer {
     if (!input) fail("the graph has no input tensor (every input is an initializer)");
     const std::string where = "input '" + input->name() + "'";
     if (!input->type().has_tensor_type() || !input->type().tensor_type().has_shape()) fail(where + " has no tensor shape: export with a fixed example input");
-    if (!is_float_type(input->type().tensor_type().elem_type())) fail(where + " is not a floating-point tensor");
     auto* shape = input->mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() != 4 && shape->dim_size() != 2)
-      fail(where + " has rank " + std::to_string(shape->dim_size()) + ": dtsim takes N x C x H x W images or N x F vectors");
+    const int32_t type = input->type().tensor_type().elem_type();
+    using T = onnx::TensorProto;
+    // A language model's input: N x T token ids (int64, as torch exports a LongTensor).
+    token_input_ = type == T::INT64 || type == T::INT32;
+    if (token_input_ && shape->dim_size() != 2)
+      fail(where + " holds integers of rank " + std::to_string(shape->dim_size()) + ": dtsim takes integer inputs as N x T token ids");
+    if (!token_input_ && !is_float_type(type)) fail(where + " is neither a floating-point tensor nor int64 token ids");
+    if (!token_input_ && shape->dim_size() != 4 && shape->dim_size() != 3 && shape->dim_size() != 2)
+      fail(where + " has rank " + std::to_string(shape->dim_size()) +
+           ": dtsim takes N x C x H x W images, N x T x C sequences, N x F vectors or N x T int64 token ids");
     for (int d = 1; d < shape->dim_size(); ++d) {
       const auto& dim = shape->dim(d);
       if (!dim.has_dim_value())
@@ -292,6 +320,10 @@ class Importer {
     for (const auto& n : model_.graph().node()) {
       bool reads = false;
       for (const auto& in : n.input()) reads |= dynamic_.count(in) > 0;
+      for (const auto& in : n.input()) {
+        auto& u = users_[in];
+        if (u.empty() || u.back() != &n) u.push_back(&n);
+      }
       for (const auto& out : n.output()) {
         if (out.empty()) continue;
         producer_[out] = &n;
@@ -468,7 +500,11 @@ class Importer {
     for (const auto& o : graph.output()) consumers_[o.name()]++;
     values_[input_name_] = Value{true, -1};
     const TensorInfo& in = shapes_[input_name_];
-    g_.input = in.dims.size() == 4 ? Shape{in.dims[1], in.dims[2], in.dims[3], false} : Shape{in.dims[1], 1, 1, true};
+    g_.token_input = token_input_;
+    if (token_input_) g_.input = Shape{1, in.dims[1], 1, false, true};
+    else if (in.dims.size() == 4) g_.input = Shape{in.dims[1], in.dims[2], in.dims[3], false};
+    else if (in.dims.size() == 3) g_.input = Shape{in.dims[2], in.dims[1], 1, false, true};
+    else g_.input = Shape{in.dims[1], 1, 1, true};
   }
 
   // ---- tensors -------------------------------------------------------------------------------------
@@ -496,8 +532,9 @@ class Importer {
     return it->second.dims;
   }
 
-  // One sample's shape of an activation tensor [N, ...]: N x C x H x W -> C x H x W, N x F -> F.
-  // Other ranks keep their element count: [N, A, B] -> A x B x 1, [N, A, B, H, W] -> A*B x H x W.
+  // One sample's shape of an activation tensor [N, ...]: N x C x H x W -> C x H x W, N x F -> F,
+  // N x T x C -> a sequence of T tokens of C features (the N x T token ids: T tokens of one id).
+  // Other ranks keep their element count: [N, A, B, H, W] -> A*B x H x W.
   Shape per_sample(const onnx::NodeProto& n, const std::string& tensor) {
     const auto& d = dims(n, tensor);
     if (d.empty()) fail_at(n, "tensor '" + tensor + "' is a scalar: dtsim needs the batch as its first dimension");
@@ -510,10 +547,11 @@ class Importer {
       total *= d[i];
       if (total > kMaxElements) fail_at(n, "tensor '" + tensor + "' has more than 2^40 elements per sample");
     }
+    if (token_input_ && tensor == input_name_) return Shape{1, d[1], 1, false, true};
     switch (d.size()) {
       case 1: return Shape{1, 1, 1, true};
       case 2: return Shape{d[1], 1, 1, true};
-      case 3: return Shape{d[1], d[2], 1, false};
+      case 3: return Shape{d[2], d[1], 1, false, true};
       default: return Shape{total / (d[d.size() - 2] * d.back()), d[d.size() - 2], d.back(), false};
     }
   }
@@ -732,9 +770,13 @@ class Importer {
 
   void gemm(const onnx::NodeProto& n, const std::vector<std::string>& acts, bool matmul) {
     const std::string& a = n.input(0);
+    if (matmul && acts.size() == 2)
+      return unsupported(n, acts, "MatMul of two activations is supported only inside attention (MatMul(q, k^T), scale, mask, Softmax, MatMul with v: one attention layer), which this one is not part of");
     if (acts.size() != 1 || !value(n, a).activation)
       return unsupported(n, acts, std::string(matmul ? "MatMul" : "Gemm") + " is supported as a linear layer: an activation times a weight initializer");
-    if (rank(n, a) != 2) return unsupported(n, acts, std::string(matmul ? "MatMul" : "Gemm") + " on a rank-" + std::to_string(rank(n, a)) + " input (only N x F inputs are supported)");
+    if (rank(n, a) != 2 && !(matmul && rank(n, a) == 3))
+      return unsupported(n, acts, std::string(matmul ? "MatMul" : "Gemm") + " on a rank-" + std::to_string(rank(n, a)) +
+                                      " input (only N x F vectors, and N x T x C sequences for MatMul, are supported)");
     if (!matmul && attr_int(n, "transA", 0)) return unsupported(n, acts, "Gemm with transA=1 is not supported");
     const auto& w = dims(n, n.input(1));
     if (w.size() != 2) fail_at(n, "weight '" + n.input(1) + "' " + dims_str(w) + " must be a matrix");
@@ -748,6 +790,13 @@ class Importer {
     l.bias = !matmul && n.input_size() > 2 && !n.input(2).empty();
     if (l.bias && value(n, n.input(2)).activation) return unsupported(n, acts, "Gemm with a bias computed from activations is not supported");
     for (int i = 1; i < n.input_size(); ++i) counted_.insert(canonical(n.input(i)));
+    // x @ wte.T: a weight tied to an embedding's table (GPT-2's lm_head), counted once, at the embedding.
+    auto t = transposed_init_.find(n.input(1));
+    if (t != transposed_init_.end()) {
+      counted_.insert(t->second);
+      auto e = embedding_of_.find(t->second);
+      if (e != embedding_of_.end()) l.tied_to = e->second;
+    }
     int idx = add(n, l, {a}, n.output(0), per_sample(n, n.output(0)));
     if (matmul) bias_free_linear_[n.output(0)] = idx;
   }
@@ -881,6 +930,7 @@ class Importer {
           return alias(out, x);
         }
       }
+      if (op == "Add" && n.input_size() == 2 && positions(n, x)) return;
       // Arithmetic with a constant (a scale, a bias, stochastic depth's noise): elementwise.
       if (y == per_sample(n, x)) {
         Layer l;
@@ -938,6 +988,17 @@ class Importer {
       return;
     }
     if (axis == 0) fail_at(n, "concatenates along the batch dimension: dtsim keeps samples independent");
+    if (r == 3 && axis == 1 && acts.size() == 1 && n.input_size() == 2 && n.input(1) == acts[0]) {
+      // torch.cat([class_token.expand(n, -1, -1), x], dim=1): ViT's class token in front of the patches.
+      std::string token = learned_token(n.input(0), per_sample(n, acts[0]).c);
+      if (!token.empty()) {
+        Layer l;
+        l.op = Op::ClassToken;
+        counted_.insert(token);
+        add(n, l, acts, n.output(0), per_sample(n, n.output(0)));
+        return;
+      }
+    }
     eltwise(n, acts);
   }
 
@@ -959,7 +1020,7 @@ class Importer {
     const std::string& x = n.input(0);
     bool is_output = false;
     for (const auto& o : model_.graph().output()) is_output |= o.name() == n.output(0);
-    if (is_output && consumers_[n.output(0)] == 1 && per_sample(n, x).vector) {
+    if (is_output && consumers_[n.output(0)] == 1 && (per_sample(n, x).vector || per_sample(n, x).seq)) {
       Layer l;
       l.op = Op::SoftmaxCrossEntropy;
       add(n, l, {x}, n.output(0), Shape{1, 1, 1, true});
@@ -971,23 +1032,473 @@ class Importer {
 
   void views(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
     const std::string& x = n.input(0);
-    if (!value(n, x).activation) return eltwise(n, acts);  // e.g. gathering rows of an embedding table
+    if (!value(n, x).activation) {
+      if (n.op_type() == "Gather" && embedding(n, acts)) return;
+      return eltwise(n, acts);  // e.g. gathering rows of a table by indices computed per sample
+    }
     if (n.op_type() == "Gather") {
       int64_t axis = attr_int(n, "axis", 0);
       if (axis == 0 || axis == -static_cast<int64_t>(rank(n, x))) fail_at(n, "gathers along the batch dimension: dtsim keeps samples independent");
       if (acts.size() != 1) return eltwise(n, acts);
+      if (select(n, axis)) return;
     }
+    if ((n.op_type() == "Flatten" || n.op_type() == "Reshape") && patches(n)) return;
     for (int o = 0; o < n.output_size(); ++o)
       if (!n.output(o).empty() && consumers_[n.output(o)]) view(n, x, n.output(o));
   }
 
   void transpose(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
     auto perm = attr_ints(n, "perm");
+    auto map = flat_map_.find(n.input(0));
+    if (map != flat_map_.end() && perm == std::vector<int64_t>{0, 2, 1}) {  // x.flatten(2).transpose(1, 2): ViT's patches
+      Layer l;
+      l.op = Op::ToSequence;
+      add(n, l, {map->second}, n.output(0), per_sample(n, n.output(0)));
+      return;
+    }
     if (perm.empty() || perm[0] != 0) fail_at(n, "moves the batch dimension (perm " + dims_str(perm) + "): dtsim keeps samples independent");
     eltwise(n, acts);  // PyTorch's transpose is a view, but the .contiguous() that follows copies
   }
 
+  // ---- transformers: patterns of several nodes -------------------------------------------------------
+
+  // The nodes reading a tensor for its values (not only its shape).
+  std::vector<const onnx::NodeProto*> readers(const std::string& t) const {
+    std::vector<const onnx::NodeProto*> r;
+    auto it = users_.find(t);
+    if (it != users_.end())
+      for (const auto* u : it->second)
+        if (!shape_op(*u)) r.push_back(u);
+    return r;
+  }
+  const onnx::NodeProto* producer(const std::string& t) const {
+    auto it = producer_.find(t);
+    return it == producer_.end() || !default_domain(*it->second) ? nullptr : it->second;
+  }
+  bool per_sample_tensor(const std::string& t) const { return !t.empty() && dynamic_.count(t) > 0; }
+  std::vector<std::string> dynamic_inputs(const onnx::NodeProto& n) const {
+    std::vector<std::string> r;
+    for (const auto& in : n.input())
+      if (per_sample_tensor(in) && std::find(r.begin(), r.end(), in) == r.end()) r.push_back(in);
+    return r;
+  }
+  bool is_graph_output(const std::string& t) const {
+    for (const auto& o : model_.graph().output())
+      if (o.name() == t) return true;
+    return false;
+  }
+
+  // Patterns that become one layer: attention (anchored at its Softmax) and GELU written out in
+  // elementwise operators (anchored at its Erf or Tanh). Their nodes are absorbed; node() adds the
+  // layer at the pattern's last node.
+  void recognise() {
+    for (const auto& n : model_.graph().node()) {
+      if (!default_domain(n) || absorbed_.count(&n) || !per_sample_tensor(n.output_size() ? n.output(0) : "")) continue;
+      if (n.op_type() == "Softmax") find_attention(n);
+      if (n.op_type() == "Erf" || n.op_type() == "Tanh") find_gelu(n);
+    }
+  }
+
+  // GELU as torch exports it below opset 20: x * 0.5 * (1 + Erf(x / sqrt 2)), and the tanh forms
+  // (nn.GELU(approximate="tanh"); GPT-2's 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))): the
+  // pointwise nodes around one Erf or Tanh computed from one tensor x and constants, one of them
+  // (a Mul) read outside. Anything else is left to the operators one by one.
+  void find_gelu(const onnx::NodeProto& t) {
+    static const std::set<std::string> pointwise = {"Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh"};
+    auto in_region = [&](const onnx::NodeProto* p) { return p && pointwise.count(p->op_type()) && !absorbed_.count(p); };
+    // x: back from the Erf/Tanh through Mul, Div, Pow and Adds of two per-sample tensors (a bias Add ends it).
+    std::set<const onnx::NodeProto*> region;
+    std::set<std::string> roots;
+    std::vector<const onnx::NodeProto*> todo = {&t};
+    while (!todo.empty()) {
+      const onnx::NodeProto* p = todo.back();
+      todo.pop_back();
+      if (!region.insert(p).second) continue;
+      for (const auto& in : dynamic_inputs(*p)) {
+        const onnx::NodeProto* q = producer(in);
+        bool inner = in_region(q) && q->op_type() != "Erf" && q->op_type() != "Tanh" && ((q->op_type() != "Add" && q->op_type() != "Sub") || dynamic_inputs(*q).size() == 2);
+        if (inner) todo.push_back(q);
+        else roots.insert(in);
+      }
+    }
+    if (roots.size() != 1) return;
+    const std::string x = *roots.begin();
+    // Forward: the pointwise nodes reading only x and the region's outputs (with constants).
+    std::set<std::string> outs = {x};
+    for (const auto* p : region) outs.insert(p->output(0));
+    for (const auto& n : model_.graph().node()) {
+      if (region.count(&n) || !in_region(&n) || !default_domain(n)) continue;
+      auto ins = dynamic_inputs(n);
+      bool only = !ins.empty();
+      for (const auto& in : ins) only &= outs.count(in) > 0;
+      if (only) region.insert(&n), outs.insert(n.output(0));  // 0.5 * x joins here, x * (1 + erf) here
+    }
+    const onnx::NodeProto* last = nullptr;
+    for (const auto* p : region) {
+      bool escapes = is_graph_output(p->output(0));
+      for (const auto* r : readers(p->output(0))) escapes |= !region.count(r);
+      if (escapes && last) return;
+      if (escapes) last = p;
+    }
+    if (!last || last->op_type() != "Mul") return;
+    // The region is what the last Mul computes from x: back from it again (0.5 * x joins here).
+    std::set<const onnx::NodeProto*> nodes;
+    todo = {last};
+    int transcendental = 0;
+    while (!todo.empty()) {
+      const onnx::NodeProto* p = todo.back();
+      todo.pop_back();
+      if (!nodes.insert(p).second) continue;
+      transcendental += p->op_type() == "Erf" || p->op_type() == "Tanh";
+      for (const auto& in : dynamic_inputs(*p)) {
+        if (in == x) continue;
+        const onnx::NodeProto* q = producer(in);
+        if (!in_region(q)) return;
+        todo.push_back(q);
+      }
+    }
+    if (transcendental != 1 || nodes.size() < 4 || !nodes.count(&t)) return;
+    for (const auto* p : nodes) {
+      if (p == last) continue;
+      for (const auto* r : readers(p->output(0)))
+        if (!nodes.count(r)) return;
+    }
+    absorbed_.insert(nodes.begin(), nodes.end());
+    Fused f;
+    f.activation = t.op_type() == "Erf" ? "gelu" : "gelu_tanh";
+    f.inputs = {x};
+    f.output = last->output(0);
+    f.anchor = last;
+    fused_[last] = f;
+  }
+
+  [[noreturn]] void partial_attention(const onnx::NodeProto& n, const std::string& why) const {
+    fail_at(n, "attention pattern only partly recognised: " + why +
+                   "; dtsim maps q, k, v projections -> Reshape/Transpose to heads -> MatMul(q, k^T) -> scale -> optional mask (Add or Where) -> Softmax -> "
+                   "optional Dropout -> MatMul with v -> Transpose/Reshape back to N x T x C onto one attention layer");
+  }
+
+  // Back from a q, k or v operand of attention's matmuls through the views that split heads
+  // (Reshape, Transpose, Split, Slice, Gather, Squeeze, Unsqueeze) and a constant scale, to the tensor
+  // they start from: a projection's N x T x C output.
+  std::string heads_source(std::string t, std::vector<const onnx::NodeProto*>& nodes) const {
+    static const std::set<std::string> layout = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Split", "Slice", "Gather", "Identity", "Cast", "Flatten", "Mul", "Div"};
+    for (;;) {
+      const onnx::NodeProto* p = producer(t);
+      if (!p || !layout.count(p->op_type())) return t;
+      auto ins = dynamic_inputs(*p);
+      bool scale = p->op_type() == "Mul" || p->op_type() == "Div";
+      if (ins.size() != 1 || (!scale && p->input(0) != ins[0]) || (p->op_type() == "Div" && p->input(0) != ins[0])) return t;
+      nodes.push_back(p);
+      t = ins[0];
+    }
+  }
+
+  // The rows of a mask that attention may read, from its values: causal (each query sees the keys up
+  // to its own position), nothing masked, or neither. `keep_true`: true entries keep the score (Where's
+  // condition when the scores are its second input); otherwise an additive mask keeps where it is 0.
+  enum class Mask { Causal, None, Other, Unknown };
+  Mask mask_kind(const std::string& mask, bool where, bool keep_true) const {
+    std::set<std::string> seen;
+    auto k = known_.find(mask);
+    if (k == known_.end() || k->second.dims.size() < 2) {
+      // is_causal=True exports Trilu(ConstantOfShape(...)) into Where(...): a triangle whatever its size.
+      std::vector<std::string> stack = {mask};
+      while (!stack.empty()) {
+        std::string s = stack.back();
+        stack.pop_back();
+        if (!seen.insert(s).second) continue;
+        const onnx::NodeProto* p = producer(s);
+        if (!p) continue;
+        if (p->op_type() == "Trilu") return Mask::Causal;
+        for (const auto& in : p->input()) stack.push_back(in);
+      }
+      return Mask::Unknown;
+    }
+    const auto& d = k->second.dims;
+    int64_t tq = d[d.size() - 2], tk = d.back();
+    const auto& v = k->second.values;
+    if (static_cast<int64_t>(v.size()) < tq * tk) return Mask::Other;
+    bool causal = true, none = true;
+    for (size_t off = 0; off < v.size(); off += static_cast<size_t>(tq * tk))
+      for (int64_t i = 0; i < tq; ++i)
+        for (int64_t j = 0; j < tk; ++j) {
+          double x = v[off + static_cast<size_t>(i * tk + j)];
+          bool keep = where ? (x != 0) == keep_true : x == 0;
+          if (!where && x != 0 && x > -1e4) return Mask::Other;  // not an additive 0 / -inf mask
+          causal &= keep == (j <= i + tk - tq);
+          none &= keep;
+        }
+    return none ? Mask::None : causal ? Mask::Causal : Mask::Other;
+  }
+
+  // Back from the Softmax to the scores MatMul(q, k^T) through a scale (Mul, Div), a mask (Add, Where)
+  // and casts; none when the Softmax is not attention's.
+  const onnx::NodeProto* attention_scores(const onnx::NodeProto& s, std::vector<const onnx::NodeProto*>& nodes, Fused& f) {
+    std::string t = s.input(0);
+    for (;;) {
+      const onnx::NodeProto* p = producer(t);
+      if (!p) return nullptr;
+      const std::string& op = p->op_type();
+      auto ins = dynamic_inputs(*p);
+      if (op == "MatMul") return ins.size() == 2 ? p : nullptr;
+      if (ins.size() != 1 || (op != "Add" && op != "Where" && op != "Mul" && op != "Div" && op != "Cast" && op != "Identity")) return nullptr;
+      if (op == "Add" || op == "Where") {
+        bool where = op == "Where";
+        const std::string& mask = where ? p->input(0) : (p->input(0) == ins[0] ? p->input(1) : p->input(0));
+        if (where && p->input(0) == ins[0]) return nullptr;
+        Mask m = mask_kind(mask, where, where && p->input(1) == ins[0]);
+        if (m == Mask::Other) partial_attention(*p, "its mask '" + mask + "' is neither causal (a lower triangle) nor empty");
+        if (m == Mask::Unknown)
+          g_.notes.push_back(path_ + ": node '" + node_name(*p) + "': the values of attention mask '" + mask +
+                             "' are not stored in the file or too large to read; taken as causal (a lower triangle)");
+        f.causal = m != Mask::None;
+      }
+      nodes.push_back(p);
+      t = ins[0];
+    }
+  }
+
+  // Forward from the Softmax through Dropout and casts to MatMul(probabilities, v).
+  const onnx::NodeProto* attention_values(const onnx::NodeProto& s, std::vector<const onnx::NodeProto*>& nodes, Fused& f) {
+    std::string t = s.output(0);
+    for (;;) {
+      auto r = readers(t);
+      if (r.size() != 1 || is_graph_output(t))
+        partial_attention(s, "its probabilities '" + t + "' are read by " + std::to_string(r.size()) + " nodes" + (is_graph_output(t) ? " and are a graph output" : "") +
+                                 ", expected one MatMul with v");
+      const onnx::NodeProto* p = r[0];
+      const std::string& op = p->op_type();
+      if (op == "MatMul" && p->input(0) == t && per_sample_tensor(p->input(1))) return p;
+      if (op != "Dropout" && op != "Cast" && op != "Identity") partial_attention(*p, "the attention probabilities go to " + op + ", not to a MatMul with v");
+      if (op == "Dropout") {
+        auto ratio = const_scalar(*p, 1);
+        f.dropout = ratio ? *ratio : 0.5;
+      }
+      nodes.push_back(p);
+      t = p->output(0);
+    }
+  }
+
+  // Attention as torch.onnx.export writes scaled_dot_product_attention or a module written out
+  // (GPT-2, ViT): q, k and v from N x T x C projections (three, or one fused N x T x 3C split), split
+  // into heads by Reshape and Transpose, MatMul(q, k^T), a scale, an optional causal mask, Softmax,
+  // optional Dropout, MatMul with v, and Transpose and Reshape back to N x T x C. Anchored at the
+  // Softmax: a Softmax not fed by a MatMul of two activations is not attention; once it is, a pattern
+  // only partly there is an error naming the node where it stops.
+  void find_attention(const onnx::NodeProto& s) {
+    Fused f;
+    f.op = Op::Attention;
+    f.anchor = &s;
+    std::vector<const onnx::NodeProto*> nodes = {&s};
+    const onnx::NodeProto* qk = attention_scores(s, nodes, f);
+    if (!qk) return;
+    const onnx::NodeProto* pv = attention_values(s, nodes, f);
+    nodes.push_back(qk);
+    nodes.push_back(pv);
+    std::string q = heads_source(qk->input(0), nodes), k = heads_source(qk->input(1), nodes), v = heads_source(pv->input(1), nodes);
+    const auto* qd = complete_shape(q);
+    const auto* hd = complete_shape(qk->input(0));
+    if (!qd || !hd || qd->size() != 3 || (*qd)[0] != opt_.batch)
+      partial_attention(*qk, "q '" + qk->input(0) + "' does not come from an N x T x C tensor by Reshape, Transpose, Split or Slice (it starts at '" + q + "'" +
+                                 (qd ? " " + dims_str(*qd) : " of unknown shape") + ")");
+    bool fused_qkv = q == k && k == v;
+    if (!fused_qkv && (q == k || k == v || q == v)) partial_attention(*qk, "q, k and v come from " + q + ", " + k + " and " + v + ": one fused projection or three are supported");
+    int64_t tokens = (*qd)[1], width = fused_qkv ? (*qd)[2] / 3 : (*qd)[2], head_dim = hd->back();
+    for (const auto& t : {k, v}) {
+      const auto* d = complete_shape(t);
+      if (!d || *d != *qd) partial_attention(*pv, "k or v '" + t + "' is not an N x T x C tensor like q's " + dims_str(*qd));
+    }
+    if (head_dim <= 0 || width % head_dim) partial_attention(*qk, "heads of " + std::to_string(head_dim) + " do not divide the width " + std::to_string(width));
+    f.heads = width / head_dim;
+    // Back to N x T x C: Transpose and Reshape.
+    std::string out = pv->output(0);
+    const onnx::NodeProto* last = pv;
+    for (;;) {
+      const auto* d = complete_shape(out);
+      if (d && *d == std::vector<int64_t>{opt_.batch, tokens, width}) break;
+      auto r = readers(out);
+      static const std::set<std::string> back = {"Transpose", "Reshape", "Flatten", "Identity", "Cast"};
+      if (r.size() != 1 || !back.count(r[0]->op_type()) || r[0]->input(0) != out || is_graph_output(out))
+        partial_attention(*last, "its output '" + out + "' is not brought back to N x T x C " + dims_str({opt_.batch, tokens, width}) + " by Transpose and Reshape");
+      last = r[0];
+      nodes.push_back(last);
+      out = last->output(0);
+    }
+    std::set<const onnx::NodeProto*> inside(nodes.begin(), nodes.end());
+    for (const auto* p : nodes)
+      for (const auto& o : p->output()) {
+        if (o.empty() || o == out) continue;
+        for (const auto* r : readers(o))
+          if (!inside.count(r)) partial_attention(*r, "it reads '" + o + "', a tensor inside the attention between q, k, v and its output");
+        if (is_graph_output(o)) partial_attention(*p, "its output '" + o + "' inside the attention is a graph output");
+      }
+    for (const auto* p : nodes)
+      if (absorbed_.count(p)) partial_attention(*p, "the node belongs to two attention patterns");
+    absorbed_.insert(nodes.begin(), nodes.end());
+    f.inputs = fused_qkv ? std::vector<std::string>{q} : std::vector<std::string>{q, k, v};
+    f.output = out;
+    fused_[last] = f;
+  }
+
+  // ---- transformers: operators ---------------------------------------------------------------------
+
+  // Static tensors that layers read as tables: a Gather of a float matrix initializer by constant
+  // indices (learned positions gathered by a Range), and the transpose of a matrix initializer (x @ W.T).
+  void static_table(const onnx::NodeProto& n) {
+    if (n.output_size() != 1 || n.input_size() < 1) return;
+    const std::string& data = canonical(n.input(0));
+    auto init = initializers_.find(data);
+    if (init == initializers_.end() || !is_float_type(init->second->data_type()) || init->second->dims_size() != 2) return;
+    if (n.op_type() == "Gather" && attr_int(n, "axis", 0) == 0) position_table_[n.output(0)] = data;
+    auto perm = attr_ints(n, "perm");
+    if (n.op_type() == "Transpose" && (perm.empty() || perm == std::vector<int64_t>{1, 0})) transposed_init_[n.output(0)] = data;
+  }
+
+  // Gather(table, token ids): an embedding of the model's token input.
+  bool embedding(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    if (!token_input_ || acts.size() != 1 || n.input_size() != 2 || n.input(1) != input_name_ || attr_int(n, "axis", 0) != 0) return false;
+    const std::string& table = canonical(n.input(0));
+    auto init = initializers_.find(table);
+    if (init == initializers_.end() || !is_float_type(init->second->data_type())) return false;
+    const auto& d = dims(n, n.input(0));
+    if (d.size() != 2) return false;
+    Layer l;
+    l.op = Op::Embedding;
+    l.num_embeddings = d[0];
+    l.embedding_dim = d[1];
+    counted_.insert(table);
+    embedding_of_[table] = add(n, l, {input_name_}, n.output(0), per_sample(n, n.output(0)));
+    return true;
+  }
+
+  // Add(x, positions) on a sequence: learned positions, gathered from a table by a Range or Constant
+  // (GPT-2's wpe), or a [1, T, C] initializer added whole (ViT's pos_embedding).
+  bool positions(const onnx::NodeProto& n, const std::string& x) {
+    const std::string& other = n.input(0) == x ? n.input(1) : n.input(0);
+    Shape xs = per_sample(n, x);
+    if (!xs.seq) return false;
+    std::string table;
+    int64_t rows = 0;
+    auto gathered = position_table_.find(other);
+    if (gathered != position_table_.end()) {
+      const auto& d = initializers_.at(gathered->second)->dims();
+      if (d[1] != xs.c || d[0] < xs.h) return false;
+      table = gathered->second, rows = d[0];
+    } else {
+      auto init = initializers_.find(canonical(other));
+      if (init == initializers_.end() || !is_float_type(init->second->data_type())) return false;
+      std::vector<int64_t> d(init->second->dims().begin(), init->second->dims().end());
+      if (d.size() == 3 && d[0] == 1) d.erase(d.begin());
+      if (d.size() != 2 || d[0] != xs.h || d[1] != xs.c) return false;
+      table = canonical(other), rows = d[0];
+    }
+    Layer l;
+    l.op = Op::PositionalEmbedding;
+    l.num_embeddings = rows;
+    counted_.insert(table);
+    add(n, l, {x}, n.output(0), per_sample(n, n.output(0)));
+    return true;
+  }
+
+  // The float initializer of c elements a static tensor expands (class_token.expand(n, -1, -1)); "" if none.
+  std::string learned_token(std::string t, int64_t c) {
+    for (int hops = 0; hops < 8; ++hops) {
+      auto init = initializers_.find(canonical(t));
+      if (init != initializers_.end()) {
+        int64_t e = 1;
+        for (int64_t d : init->second->dims()) e *= d;
+        return is_float_type(init->second->data_type()) && e == c ? canonical(t) : "";
+      }
+      auto p = producer_.find(t);
+      if (p == producer_.end() || !default_domain(*p->second)) return "";
+      const std::string& op = p->second->op_type();
+      if (op != "Expand" && op != "Tile" && op != "Identity" && op != "Cast" && op != "Reshape") return "";
+      t = p->second->input(0);
+    }
+    return "";
+  }
+
+  // x[:, i] of a sequence (Gather on the tokens' axis by a constant index): select, as a ViT's head reads its class token.
+  bool select(const onnx::NodeProto& n, int64_t axis) {
+    const std::string& x = n.input(0);
+    if (rank(n, x) != 3 || (axis != 1 && axis != -2)) return false;
+    auto k = known_.find(n.input(1));
+    if (k == known_.end() || !k->second.dims.empty() || k->second.values.size() != 1) return false;
+    Shape xs = per_sample(n, x);
+    int64_t i = static_cast<int64_t>(k->second.values[0]);
+    if (i < 0) i += xs.h;
+    if (i < 0 || i >= xs.h) fail_at(n, "index " + std::to_string(i) + " is outside the sequence's " + std::to_string(xs.h) + " tokens");
+    Layer l;
+    l.op = Op::Select;
+    l.index = i;
+    add(n, l, {x}, n.output(0), per_sample(n, n.output(0)));
+    return true;
+  }
+
+  // x.flatten(2) of an N x C x H x W map whose one reader is transpose(1, 2): no layer here, the
+  // Transpose becomes to_sequence.
+  bool patches(const onnx::NodeProto& n) {
+    const std::string& x = n.input(0);
+    const std::string& y = n.output(0);
+    const auto* xd = complete_shape(x);
+    const auto* yd = complete_shape(y);
+    if (!xd || !yd || xd->size() != 4 || yd->size() != 3 || (*yd)[1] != (*xd)[1] || (*yd)[2] != (*xd)[2] * (*xd)[3]) return false;
+    auto r = readers(y);
+    if (r.size() != 1 || r[0]->op_type() != "Transpose" || attr_ints(*r[0], "perm") != std::vector<int64_t>{0, 2, 1}) return false;
+    flat_map_[y] = x;
+    alias(y, x);
+    return true;
+  }
+
+  void layernorm(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    const std::string& x = n.input(0);
+    if (acts.size() != 1 || acts[0] != x) return unsupported(n, acts, "LayerNormalization with a scale or bias computed from activations is not supported");
+    int64_t r = static_cast<int64_t>(rank(n, x)), axis = attr_int(n, "axis", -1);
+    if (axis < 0) axis += r;
+    if (axis != r - 1 || r < 2 || r > 3)
+      return unsupported(n, acts, "LayerNormalization is supported over the last dimension of N x T x C or N x F tensors (axis -1)");
+    Shape in = per_sample(n, x);
+    for (int i = 1; i < std::min(n.input_size(), 3); ++i) {
+      if (n.input(i).empty()) continue;
+      const auto& d = dims(n, n.input(i));
+      if (d.size() != 1 || d[0] != in.c) fail_at(n, "scale and bias must have " + std::to_string(in.c) + " elements, '" + n.input(i) + "' is " + dims_str(d));
+      counted_.insert(canonical(n.input(i)));
+    }
+    Layer l;
+    l.op = Op::LayerNorm;
+    l.bias = n.input_size() > 2 && !n.input(2).empty();
+    ++layernorms_;
+    add(n, l, {x}, n.output(0), in);
+    for (int o = 1; o < n.output_size(); ++o) values_[n.output(o)] = Value{false, -1};  // mean, inverse standard deviation
+  }
+
+  void gelu(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
+    if (acts.size() != 1) return unsupported(n, acts, "Gelu of a computed parameter is not supported");
+    Layer l;
+    l.op = Op::Activation;
+    l.activation = gelu_.at(&n);
+    add(n, l, acts, n.output(0), per_sample(n, acts[0]));
+  }
+
+  // A node inside a recognised pattern: its outputs are read only inside it (or for their shapes); the
+  // pattern's last node adds its layer.
+  void fused(const onnx::NodeProto& n) {
+    for (const auto& o : n.output()) values_[o] = Value{false, -1};
+    auto f = fused_.find(&n);
+    if (f == fused_.end()) return;
+    const Fused& p = f->second;
+    Layer l;
+    l.op = p.op;
+    l.activation = p.activation;
+    l.num_heads = p.heads;
+    l.causal = p.causal;
+    l.dropout_p = p.dropout;
+    add(*p.anchor, l, p.inputs, p.output, per_sample(n, p.output), p.op == Op::Attention ? ":attention" : "");
+  }
+
   void node(const onnx::NodeProto& n, int) {
+    if (absorbed_.count(&n)) return fused(n);
     const std::string& op = n.op_type();
     std::vector<std::string> acts;
     for (const auto& in : n.input()) {
@@ -999,6 +1510,7 @@ class Importer {
       for (const auto& o : n.output()) values_[o] = Value{false, -1};  // constants and shape arithmetic
       if (op == "Identity" && known_domain && n.input_size() == 1 && n.output_size() == 1 && initializers_.count(canonical(n.input(0))))
         initializer_alias_[n.output(0)] = canonical(n.input(0));
+      if (known_domain) static_table(n);
       return;
     }
     for (const auto& o : n.output())
@@ -1008,6 +1520,8 @@ class Importer {
     if (op == "Gemm") return gemm(n, acts, false);
     if (op == "MatMul") return gemm(n, acts, true);
     if (op == "BatchNormalization") return batchnorm(n, acts);
+    if (op == "LayerNormalization") return layernorm(n, acts);
+    if (gelu_.count(&n)) return gelu(n, acts);
     if (op == "MaxPool" || op == "AveragePool") return pool(n, acts);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool(n, acts, true);
     if (op == "ReduceMean") return reduce_mean(n, acts);
@@ -1045,7 +1559,7 @@ class Importer {
     l.op = Op::SoftmaxCrossEntropy;
     l.name = unique_name("loss");
     l.inputs = {v.layer};
-    if (!s.vector) {
+    if (!s.vector && !s.seq) {
       if (!opt_.allow_unknown_ops)
         fail("graph output '" + o + "' is " + s.str() + " per sample: dtsim adds a softmax cross-entropy loss to a vector of class scores; pass --allow-unknown-ops to cost a loss over it by roofline");
       l.op = Op::Eltwise;
@@ -1085,7 +1599,7 @@ class Importer {
       g_.notes.push_back(path_ + ": an eval-mode export: " + std::to_string(inference_bns_) + " of " + std::to_string(batchnorms_) +
                          " BatchNormalization nodes use running statistics (first: '" + inference_bn_ +
                          "'); costed as training batchnorm, but dropout may be missing: " + reexport);
-    else if (batchnorms_ == 0 && dropouts_ == 0 && convs_ > 0 && conv_biases_ == convs_)
+    else if (batchnorms_ == 0 && dropouts_ == 0 && layernorms_ == 0 && convs_ > 0 && conv_biases_ == convs_)
       g_.notes.push_back(path_ + ": looks like an eval-mode export (every Conv has a bias and there is no BatchNormalization or Dropout: batchnorm folded into the convolutions?); training would be costed without batchnorm: " +
                          reexport + " (ignore this if the network has neither)");
     if (!unknown_.empty()) {
@@ -1127,9 +1641,19 @@ class Importer {
   std::set<std::string> used_names_;
   std::map<std::string, std::vector<std::string>> unknown_;     // op type -> nodes costed by roofline
   std::vector<std::string> asymmetric_pads_;
-  int convs_ = 0, conv_biases_ = 0, batchnorms_ = 0, inference_bns_ = 0, dropouts_ = 0;
+  int convs_ = 0, conv_biases_ = 0, batchnorms_ = 0, inference_bns_ = 0, dropouts_ = 0, layernorms_ = 0;
+  // Transformers (recognise() and the operators after it).
+  std::unordered_map<std::string, std::vector<const onnx::NodeProto*>> users_;  // tensor -> the nodes reading it
+  std::unordered_map<const onnx::NodeProto*, std::string> gelu_;                // Gelu nodes (rewritten as Identity) -> variant
+  std::set<const onnx::NodeProto*> absorbed_;                                    // nodes inside a recognised pattern
+  std::unordered_map<const onnx::NodeProto*, Fused> fused_;                      // the last node of a pattern -> its layer
+  std::unordered_map<std::string, std::string> position_table_;  // static Gather of a float table -> the table
+  std::unordered_map<std::string, std::string> transposed_init_; // static Transpose of a matrix initializer -> it
+  std::unordered_map<std::string, int> embedding_of_;            // embedding table -> its Embedding layer
+  std::unordered_map<std::string, std::string> flat_map_;        // [N, C, H*W] view of a map feeding a Transpose -> the map
   std::string inference_bn_;
   bool loss_ = false;
+  bool token_input_ = false;  // the input is N x T int64 token ids
   Graph g_;
   std::vector<Shape> expected_;      // per layer: the output shape ONNX inferred
   std::vector<std::string> origin_;  // per layer: the node it comes from, for errors
@@ -1139,7 +1663,7 @@ class Importer {
 
 const std::vector<std::string>& onnx_supported_ops() {
   static const std::vector<std::string> ops = [] {
-    std::set<std::string> s = {"Conv", "Gemm", "MatMul", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+    std::set<std::string> s = {"Conv", "Gemm", "MatMul", "BatchNormalization", "LayerNormalization", "Gelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                                "ReduceMean", "Concat", "Dropout", "Softmax", "LogSoftmax", "Transpose", "Pad", "Expand", "Tile", "Resize", "Upsample"};
     s.insert(kUnaryActivations.begin(), kUnaryActivations.end());
     s.insert(kBinary.begin(), kBinary.end());
