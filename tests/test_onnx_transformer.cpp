@@ -171,6 +171,8 @@ constexpr int64_t kT = 16, kC = 32, kHeads = 4, kD = kC / kHeads, kMlp = 4 * kC,
 struct AttentionStyle {
   bool fused_qkv = true;      // one c_attn projection split in three, or three projections
   bool causal = true;         // GPT-2's masked scores (Where with the sliced `bias` buffer)
+  bool trilu = false;         // causal as scaled_dot_product_attention(is_causal=True) exports it: Trilu, Equal, Where, Add
+  bool band = false;          // an additive mask that is neither causal nor empty (refused)
   bool sdpa_scale = false;    // scaled_dot_product_attention's export: q and k^T each times sqrt(scale)
   bool drop_softmax_matmul = false;  // leave out the MatMul with v: a partial pattern
 };
@@ -202,7 +204,38 @@ std::string attention(Writer& w, const std::string& x, const std::string& m, con
   } else {
     scores = w.op("Div", {w.op("MatMul", {qh, kt}, "/" + m + "/MatMul"), w.scalar("/" + m + "/sqrt_d", std::sqrt(float(kD)))}, "/" + m + "/Div");
   }
-  if (s.causal) {  // self.bias[:, :, :T, :T], torch.where(mask, scores, finfo.min)
+  if (s.trilu) {  // ones(L, S).tril() from the shapes of q and v, then 0 / -inf added
+    auto last2 = [&](const std::string& t, const std::string& name) {
+      return w.op("Slice", {w.op("Shape", {t}, "/" + m + "/" + name + "/Shape"), w.ints("/" + m + "/" + name + "/a", {-2}), w.ints("/" + m + "/" + name + "/b", {-1})},
+                  "/" + m + "/" + name + "/Slice");
+    };
+    onnx::NodeProto* ones = w.node("ConstantOfShape", {w.op("Concat", {last2(qh, "L"), last2(vh, "S")}, "/" + m + "/LS", "axis", {0})}, "/" + m + "/ConstantOfShape");
+    auto* a = ones->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->add_float_data(1.0f);
+    onnx::NodeProto* tril = w.node("Trilu", {ones->output(0)}, "/" + m + "/Trilu");
+    auto* upper = tril->add_attribute();
+    upper->set_name("upper");
+    upper->set_type(onnx::AttributeProto::INT);
+    upper->set_i(0);
+    std::string zero = w.scalar("/" + m + "/zero", 0.0f);
+    std::string masked = w.op("Equal", {tril->output(0), zero}, "/" + m + "/Equal");
+    scores = w.op("Add", {scores, w.op("Where", {masked, w.scalar("/" + m + "/inf", -INFINITY), zero}, "/" + m + "/Where")}, "/" + m + "/Add");
+  } else if (s.band) {  // each token sees itself and the next: not causal
+    onnx::NodeProto* c = w.node("Constant", {}, "/" + m + "/band");
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_dims(kT);
+    a->mutable_t()->add_dims(kT);
+    for (int64_t i = 0; i < kT; ++i)
+      for (int64_t j = 0; j < kT; ++j) a->mutable_t()->add_float_data(j == i || j == i + 1 ? 0.0f : -INFINITY);
+    scores = w.op("Add", {scores, c->output(0)}, "/" + m + "/Add");
+  } else if (s.causal) {  // self.bias[:, :, :T, :T], torch.where(mask, scores, finfo.min)
     std::vector<bool> tril;
     for (int64_t i = 0; i < kPositions; ++i)
       for (int64_t j = 0; j < kPositions; ++j) tril.push_back(j <= i);
@@ -430,6 +463,28 @@ TEST_CASE("onnx transformer: a ViT block imports as conv, to_sequence, class tok
     CHECK(layers_of(g, Op::Select)[0]->out == (Shape{kC, 1, 1, true}));
     for (const auto& n : g.notes) CHECK(n.find("eval-mode") == std::string::npos);
   }
+}
+
+TEST_CASE("onnx transformer: scaled_dot_product_attention's is_causal export (Trilu) is causal, a band mask is refused") {
+  AttentionStyle s{false, false, true};
+  s.trilu = true;
+  Writer w("gpt2_trilu", {1, kT}, onnx::TensorProto::INT64);
+  gpt2_block(w, s);
+  Graph g = load_model(w.write(), batch(2));
+  auto att = layers_of(g, Op::Attention);
+  REQUIRE(att.size() == 1);
+  CHECK(att[0]->causal);
+  CHECK(att[0]->in.size() == 3);
+  CHECK(g.notes.empty());
+
+  s.trilu = false;
+  s.band = true;
+  Writer b("gpt2_band", {1, kT}, onnx::TensorProto::INT64);
+  gpt2_block(b, s);
+  std::string e = import_error(b.write());
+  INFO(e);
+  CHECK(e.find(b.path() + ": node '/h.0.attn/Add' (Add): attention pattern only partly recognised: its mask '/h.0.attn/band_output_0' is neither causal") == 0);
+  CHECK(e.find('\n') == std::string::npos);
 }
 
 TEST_CASE("onnx transformer: a partial attention pattern and a MatMul of two activations outside attention are refused in one line") {
