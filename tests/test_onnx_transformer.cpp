@@ -510,3 +510,19 @@ TEST_CASE("onnx transformer: a partial attention pattern and a MatMul of two act
   CHECK(r.code == 2);
   CHECK(study_test::lines(r.err) == 1);
 }
+
+TEST_CASE("onnx transformer: LayerNorm decomposed (exports below opset 17) is costed operator by operator, its weight and bias counted") {
+  Writer w("ln_decomposed", {1, kT}, onnx::TensorProto::INT64);
+  std::string x = w.op("Gather", {w.weight("wte", {kVocab, kC}), "x"}, "/wte/Gather");
+  std::string mean = w.op("ReduceMean", {x}, "/ln/ReduceMean", "axes", {-1});
+  std::string d = w.op("Sub", {x, mean}, "/ln/Sub");
+  std::string var = w.op("ReduceMean", {w.op("Pow", {d, w.scalar("/ln/two", 2.0f)}, "/ln/Pow")}, "/ln/ReduceMean_1", "axes", {-1});
+  std::string std_ = w.op("Sqrt", {w.op("Add", {var, w.scalar("/ln/eps", 1e-5f)}, "/ln/Add")}, "/ln/Sqrt");
+  std::string y = w.op("Div", {d, std_}, "/ln/Div");
+  y = w.op("Add", {w.op("Mul", {y, w.weight("ln.weight", {kC})}, "/ln/Mul"), w.weight("ln.bias", {kC})}, "/ln/Add_1");
+  w.output(w.linear(y, "head", kC, kVocab, false));
+  Graph g = load_model(w.write(), batch(2));
+  CHECK(layers_of(g, Op::LayerNorm).empty());
+  CHECK(g.params() == kVocab * kC + 2 * kC + kC * kVocab);
+  CHECK(layers_of(g, Op::Linear).at(0)->in[0] == (Shape{kC, kT, 1, false, true}));
+}
