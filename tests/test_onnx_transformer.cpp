@@ -14,6 +14,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnx_writer.hpp"
+
 #include "study_cli.hpp"
 
 #include "core/error.hpp"
@@ -31,71 +33,14 @@ namespace {
 
 // A graph written node by node: one input (token ids or images, with a symbolic batch), Constant
 // nodes for literals, weights as initializers without values unless given.
-class Writer {
+class Writer : public OnnxWriter {
  public:
-  Writer(const std::string& name, std::vector<int64_t> input, int32_t type, int64_t opset = 17) : path_(temp_path(name)) {
-    m_.set_ir_version(8);
-    m_.set_producer_name("dtsim test");
-    m_.add_opset_import()->set_version(opset);
-    g_ = m_.mutable_graph();
-    g_->set_name(name);
-    auto* t = g_->add_input();
-    t->set_name("x");
-    t->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-    auto* shape = t->mutable_type()->mutable_tensor_type()->mutable_shape();
-    shape->add_dim()->set_dim_param("batch");
-    for (size_t i = 1; i < input.size(); ++i) shape->add_dim()->set_dim_value(input[i]);
-  }
-  ~Writer() {
-    if (!std::getenv("DTSIM_KEEP_ONNX")) std::filesystem::remove(path_);  // to look at a written model
-  }
+  // The input's first dim is the dynamic "batch", as torch.onnx.export writes it with dynamic_axes.
+  Writer(const std::string& name, std::vector<int64_t> input, int32_t type, int64_t opset = 17) : OnnxWriter(name, input, type, opset, true) {}
 
-  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs, const std::string& name) {
-    onnx::NodeProto* n = g_->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const auto& i : inputs) n->add_input(i);
-    n->add_output(name + "_output_0");
-    return n;
-  }
-  std::string op(const std::string& op, const std::vector<std::string>& inputs, const std::string& name) { return node(op, inputs, name)->output(0); }
-  // With one integer attribute (axis) or a list (perm, axes).
-  std::string op(const std::string& op, const std::vector<std::string>& inputs, const std::string& name, const std::string& attr, std::vector<int64_t> ints) {
-    onnx::NodeProto* n = node(op, inputs, name);
-    auto* a = n->add_attribute();
-    a->set_name(attr);
-    if (attr == "axis") {
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(ints.at(0));
-    } else {
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t v : ints) a->add_ints(v);
-    }
-    return n->output(0);
-  }
-  std::string ints(const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
-    onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::INT64);
-    if (!scalar) t.add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t.add_int64_data(v);
-    return constant(name, t);
-  }
-  std::string scalar(const std::string& name, float v) {
-    onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    t.add_float_data(v);
-    return constant(name, t);
-  }
-  std::string weight(const std::string& name, const std::vector<int64_t>& dims) {
-    onnx::TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    return name;
-  }
   // A bool initializer with values (GPT-2's causal `bias` buffer).
   std::string bools(const std::string& name, const std::vector<int64_t>& dims, const std::vector<bool>& values) {
-    onnx::TensorProto* t = g_->add_initializer();
+    onnx::TensorProto* t = graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::BOOL);
     for (int64_t d : dims) t->add_dims(d);
@@ -129,39 +74,6 @@ class Writer {
     std::string shape = op("Concat", {dim(0), dim(1), ints(name + "/a", {a}), ints(name + "/b", {b})}, name + "/Concat", "axis", {0});
     return op("Reshape", {x, shape}, name + "/Reshape");
   }
-  void output(const std::string& t) {
-    auto* out = g_->add_output();
-    out->set_name(t);
-    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  }
-  const std::string& write() {
-    std::ofstream(path_, std::ios::binary) << m_.SerializeAsString();
-    return path_;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  static std::string temp_path(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("dtsim_" + name + "_" + std::to_string(::getpid()) + ".onnx")).string();
-  }
-  std::string bool_scalar(const std::string& name, bool v) {
-    onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::BOOL);
-    t.add_int32_data(v);
-    return constant(name, t);
-  }
-  std::string constant(const std::string& name, onnx::TensorProto t) {
-    onnx::NodeProto* n = node("Constant", {}, name);
-    auto* a = n->add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    *a->mutable_t() = std::move(t);
-    return n->output(0);
-  }
-
-  std::string path_;
-  onnx::ModelProto m_;
-  onnx::GraphProto* g_;
 };
 
 // Sizes of the small GPT-2 and ViT blocks.

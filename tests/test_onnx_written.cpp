@@ -12,6 +12,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnx_writer.hpp"
+
 #include "study_cli.hpp"
 
 #include "core/error.hpp"
@@ -93,60 +95,10 @@ namespace {
 // Writes a small graph node by node, as torch.onnx.export (TorchScript, opset 17) writes one: an image
 // input x, Constant nodes for literals, weights as initializers without values (dtsim reads only their
 // dimensions). Each node's output is named after the node.
-class Writer {
+class Writer : public OnnxWriter {
  public:
-  Writer(const std::string& name, std::vector<int64_t> input) : path_(temp_path(name)) {
-    m_.set_ir_version(8);
-    m_.set_producer_name("dtsim test");
-    m_.add_opset_import()->set_version(17);
-    g_ = m_.mutable_graph();
-    g_->set_name(name);
-    auto* t = g_->add_input();
-    t->set_name("x");
-    t->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : input) t->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  ~Writer() { std::filesystem::remove(path_); }
+  Writer(const std::string& name, std::vector<int64_t> input) : OnnxWriter(name, input) {}
 
-  // A node reading `inputs` ("" for an omitted optional input); its one output is named after it.
-  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs, const std::string& name) {
-    onnx::NodeProto* n = g_->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const auto& i : inputs) n->add_input(i);
-    n->add_output(name + "_output_0");
-    return n;
-  }
-  std::string op(const std::string& op, const std::vector<std::string>& inputs, const std::string& name) { return node(op, inputs, name)->output(0); }
-  // The same with one integer attribute (axis, to) or list of them (perm).
-  std::string op(const std::string& op, const std::vector<std::string>& inputs, const std::string& name, const std::string& attr, std::vector<int64_t> ints) {
-    onnx::NodeProto* n = node(op, inputs, name);
-    auto* a = n->add_attribute();
-    a->set_name(attr);
-    if (attr == "axis" || attr == "to") {
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(ints.at(0));
-    } else {
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t v : ints) a->add_ints(v);
-    }
-    return n->output(0);
-  }
-  // A Constant node: int64 (a scalar when `scalar`) or float values.
-  std::string ints(const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
-    onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::INT64);
-    if (!scalar) t.add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t.add_int64_data(v);
-    return constant(name, t);
-  }
-  std::string floats(const std::string& name, const std::vector<float>& values) {
-    onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    t.add_dims(static_cast<int64_t>(values.size()));
-    for (float v : values) t.add_float_data(v);
-    return constant(name, t);
-  }
   // x.size(i) as torch traces it: a Gather of the Shape; Unsqueeze makes it a list element.
   std::string size(const std::string& shape, int64_t i, const std::string& name) {
     return op("Gather", {shape, ints(name + "/Constant", {i}, true)}, name + "/Gather", "axis", {0});
@@ -167,52 +119,8 @@ class Writer {
     a->set_name("transB");
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(1);
-    auto* out = g_->add_output();
-    out->set_name(fc->output(0));
-    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    output(fc->output(0));
   }
-
-  const std::string& write() {
-    std::ofstream(path_, std::ios::binary) << m_.SerializeAsString();
-    return path_;
-  }
-
-  static void ints_attr(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t x : v) a->add_ints(x);
-  }
-  static void string_attr(onnx::NodeProto* n, const std::string& name, const std::string& v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(v);
-  }
-
- private:
-  static std::string temp_path(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("dtsim_" + name + "_" + std::to_string(::getpid()) + ".onnx")).string();
-  }
-  std::string constant(const std::string& name, onnx::TensorProto t) {
-    onnx::NodeProto* n = node("Constant", {}, name);
-    auto* a = n->add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    *a->mutable_t() = std::move(t);
-    return n->output(0);
-  }
-  std::string weight(const std::string& name, const std::vector<int64_t>& dims) {
-    onnx::TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    return name;
-  }
-
-  std::string path_;
-  onnx::ModelProto m_;
-  onnx::GraphProto* g_;
 };
 
 dtsim::ModelLoadOptions batch(int64_t n) {
