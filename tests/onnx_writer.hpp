@@ -11,6 +11,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/error.hpp"
+#include "workload/model_json.hpp"
+
 class OnnxWriter {
  public:
   // One graph input "x" of `input` dims; with `dynamic_batch` its first dim is the symbol "batch", as
@@ -142,3 +145,20 @@ class OnnxWriter {
   onnx::ModelProto m_;
   onnx::GraphProto* g_;
 };
+
+// Loading options with this batch size.
+inline dtsim::ModelLoadOptions batch(int64_t n) {
+  dtsim::ModelLoadOptions o;
+  o.batch = n;
+  return o;
+}
+
+// The import's error line, or "" when the model imports.
+inline std::string import_error(const std::string& path, int64_t batch_size) {
+  try {
+    dtsim::load_model(path, batch(batch_size));
+  } catch (const dtsim::InputError& e) {
+    return e.what();
+  }
+  return "";
+}

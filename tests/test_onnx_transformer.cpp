@@ -217,12 +217,6 @@ const char* kGpt2Json = R"({"name": "gpt2_block", "input": {"sequence_length": 1
   {"name": "lm_head", "op": "linear", "out_features": 100, "bias": false, "tie_weight": "wte"},
   {"name": "loss", "op": "softmax_cross_entropy"}]})";
 
-dtsim::ModelLoadOptions batch(int64_t n) {
-  dtsim::ModelLoadOptions o;
-  o.batch = n;
-  return o;
-}
-
 std::vector<const Layer*> layers_of(const Graph& g, Op op) {
   std::vector<const Layer*> r;
   for (const auto& l : g.layers)
@@ -230,14 +224,7 @@ std::vector<const Layer*> layers_of(const Graph& g, Op op) {
   return r;
 }
 
-std::string import_error(const std::string& path) {
-  try {
-    load_model(path, batch(2));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string import_error(const std::string& path) { return ::import_error(path, 2); }
 
 // The prediction's JSON without what names the model and its layers.
 dtsim::Json prediction(const std::string& model) {

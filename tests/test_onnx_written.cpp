@@ -123,12 +123,6 @@ class Writer : public OnnxWriter {
   }
 };
 
-dtsim::ModelLoadOptions batch(int64_t n) {
-  dtsim::ModelLoadOptions o;
-  o.batch = n;
-  return o;
-}
-
 const Layer* find_layer(const Graph& g, const std::string& source_op) {
   for (const auto& l : g.layers)
     if (l.source_op == source_op) return &l;
@@ -141,14 +135,7 @@ const Layer* find_layer(const Graph& g, Op op, int k = 0) {
   return nullptr;
 }
 
-std::string import_error(const std::string& path) {
-  try {
-    load_model(path, batch(4));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string import_error(const std::string& path) { return ::import_error(path, 4); }
 
 // ShuffleNet V2's channel_shuffle(x, 2) as torch.onnx.export writes it: batchsize, num_channels,
 // height, width = x.size(); channels_per_group = num_channels // groups (Div, then the Casts of
