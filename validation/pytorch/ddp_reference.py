@@ -40,6 +40,9 @@ import torch.multiprocessing as mp  # noqa: E402
 import torchvision  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import transformer_models  # noqa: E402
+
 INPUT = {"inception_v3": 299}
 
 
@@ -154,8 +157,11 @@ def make_optimizer(kind, params, lr):
 def build_step(name, device, memory_format, optimizer, execution, lr):
     """The torchvision model in its memory format, wrapped in DDP, its optimizer and the module the
     step calls (torch.compile'd for the compile executions); also what mode_profile.py profiles."""
-    kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
-    model = getattr(torchvision.models, name)(num_classes=1000, **kw).to(device)
+    if name in transformer_models.LANGUAGE_MODELS:
+        model = transformer_models.build(name).to(device)
+    else:
+        kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+        model = getattr(torchvision.models, name)(num_classes=1000, **kw).to(device)
     if memory_format == "channels_last":
         model = model.to(memory_format=torch.channels_last)
     ddp = DDP(model, device_ids=[device.index])
@@ -168,14 +174,34 @@ def build_step(name, device, memory_format, optimizer, execution, lr):
     return model, ddp, opt, opt_settings, step_model
 
 
-def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "eager")):
+def make_token_batches(n, t, vocab, rank, nb, device):
+    """Random token ids; the targets are the ids shifted by one (next-token prediction, as nanoGPT
+    feeds GPT-2; for BERT's masked-LM head simply a label per token)."""
+    xs, ys = [], []
+    for b in range(nb):
+        g = torch.Generator().manual_seed(1000 * rank + b + 1)
+        ids = torch.randint(0, vocab, (n, t + 1), generator=g)
+        xs.append(ids[:, :-1].contiguous().to(device))
+        ys.append(ids[:, 1:].contiguous().to(device))
+    return xs, ys
+
+
+def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "eager"), seq_len=None):
     memory_format, optimizer, execution = mode
     device = torch.device("cuda", 0 if world == 1 else rank)
     size = INPUT.get(name, 224)
     cl = memory_format == "channels_last"
     model, ddp, opt, opt_settings, step_model = build_step(name, device, memory_format, optimizer, execution, a.lr)
     crit = torch.nn.CrossEntropyLoss()
-    xs, ys = make_batches(batch, size, 1000, rank, a.nbatches, device, torch.float32)
+    language = name in transformer_models.LANGUAGE_MODELS
+    if language:
+        vocab = transformer_models.vocabulary(name)
+        xs, ys = make_token_batches(batch, seq_len, vocab, rank, a.nbatches, device)
+        # logits B x T x V against B x T targets: the loss over every token (dtsim's zoo: B*T rows)
+        loss_of = lambda out, y: crit(out.view(-1, vocab), y.view(-1))  # noqa: E731
+    else:
+        xs, ys = make_batches(batch, size, 1000, rank, a.nbatches, device, torch.float32)
+        loss_of = crit
     if cl:
         xs = [x.contiguous(memory_format=torch.channels_last) for x in xs]
     bf16 = prec == "bf16"
@@ -209,7 +235,7 @@ def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "ea
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16 if fp16 else torch.bfloat16, enabled=bf16 or fp16):
             out = step_model(x)
-            loss = crit(out, y)
+            loss = loss_of(out, y)
         ev[4 * it + 1].record()
         scaler.scale(loss).backward()
         ev[4 * it + 2].record()
@@ -254,8 +280,10 @@ def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "ea
         res = {
             "schema": "dtsim-measured-run/1", "source": "pytorch-ddp", "framework": "pytorch",
             "model": name, "model_file": f"configs/models/{name}.json",
-            "torchvision_model": f"torchvision.models.{name}(num_classes=1000"
-                                 f"{', aux_logits=False, init_weights=False' if name == 'inception_v3' else ''})",
+            **({"model_source": f"validation/pytorch/transformer_models.py build('{name}')", "sequence_length": seq_len,
+                "throughput_tokens_per_s": sig4(world * batch * seq_len / statistics.median(slow))} if language else
+               {"torchvision_model": f"torchvision.models.{name}(num_classes=1000"
+                                     f"{', aux_logits=False, init_weights=False' if name == 'inception_v3' else ''})"}),
             "batch_per_gpu": batch, "gpus": world, "nodes": -(-world // a.gpus_per_node),
             "gpus_per_node": min(world, a.gpus_per_node),
             "precision": prec,
@@ -270,7 +298,7 @@ def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "ea
                     "broadcast_buffers": True, "gradient_as_bucket_view": False, "parameters": nparams,
                     "allreduce": "DDP defaults (NCCL backend, allreduce of gradient buckets, divided by world size)"},
             "conv_api": "pytorch (cudnn.benchmark=True)",
-            "layout": "NHWC (torch.channels_last)" if cl else "NCHW",
+            "layout": "tokens (B x T ids)" if language else "NHWC (torch.channels_last)" if cl else "NCHW",
             "iterations": {"warmup": a.warmup, "measured": a.iters, "settle_s_after_warmup": a.settle_s},
             "iteration_time_s": {"median": sig4(med), "min": sig4(min(slow)), "max": sig4(max(slow)),
                                  "p10": sig4(pct(slow, 0.1)), "p90": sig4(pct(slow, 0.9)),
@@ -299,8 +327,10 @@ def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "ea
                        "loss_note": f"loss_first / loss_last: mean loss of the first / last {cyc} iterations (one "
                                     "pass over the data), rank 0",
                        "params_identical_across_ranks": same},
-            "dataset": f"synthetic: {a.nbatches} batches per rank on the GPU, label random, input = N(0,1) + a fixed "
-                       "+-1 pattern of the label",
+            "dataset": (f"synthetic: {a.nbatches} batches per rank on the GPU of random token ids, targets the ids "
+                        "shifted by one" if language else
+                        f"synthetic: {a.nbatches} batches per rank on the GPU, label random, input = N(0,1) + a fixed "
+                        "+-1 pattern of the label"),
             "config_wall_s": sig4(time.time() - t0),
             "host_sync_every_step": a.sync_every_step,
         }
@@ -333,16 +363,23 @@ def worker(rank, world, a, port):
     modes = [(f, o, e) for f in a.memory_formats.split(",") for o in a.optimizers.split(",") for e in a.executions.split(",")]
     for item in a.configs.split():
         name, bs = item.split(":")
+        # a language model's batch per GPU counts sequences; it runs at every --seq-lens length up to
+        # its context (default the context)
+        seqs = [None]
+        if name in transformer_models.LANGUAGE_MODELS:
+            ctx = transformer_models.context(name)
+            seqs = [t for t in (int(v) for v in a.seq_lens.split(",")) if t <= ctx] if a.seq_lens else [ctx]
         for b in bs.split(","):
-            for prec in a.precisions.split(","):
-                for mode in modes:
-                    configs.append((name, int(b), prec, mode))
-    for done_before, (name, batch, prec, mode) in enumerate(configs):
+            for t in seqs:
+                for prec in a.precisions.split(","):
+                    for mode in modes:
+                        configs.append((name, int(b), prec, mode, t))
+    for done_before, (name, batch, prec, mode, seq_len) in enumerate(configs):
         suffix = "".join("_" + m for m, default in zip(mode, ("contiguous", "sgd", "eager")) if m != default)
-        tag = f"{name}_b{batch}_{world}gpu_{prec}{suffix}"
+        tag = f"{name}_b{batch}{'_t%d' % seq_len if seq_len else ''}_{world}gpu_{prec}{suffix}"
         err = None
         try:
-            res = run_config(rank, world, name, batch, prec, a, mode)
+            res = run_config(rank, world, name, batch, prec, a, mode, seq_len)
         except torch.cuda.OutOfMemoryError as e:  # deterministic: every rank gets it
             err = "no_memory: " + str(e).splitlines()[0]
             res = None
@@ -379,6 +416,9 @@ def main():
     ap.add_argument("--gpus-per-node", type=int, default=1 << 20,
                     help="the placement to record: 1 where NCCL runs on sockets and every GPU is its own node "
                          "(validation/scripts/run_emulated.sh); default all GPUs in one node")
+    ap.add_argument("--seq-lens", default="",
+                    help="sequence lengths (comma-separated) for the language models (gpt2_small, bert_base of "
+                         "transformer_models.py); default each model's context")
     ap.add_argument("--iters", type=int, default=25)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--nbatches", type=int, default=4)

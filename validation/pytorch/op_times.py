@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from torch_compare import timeit  # noqa: E402
 
 aten = torch.ops.aten
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 MODELS = "alexnet,vgg16,resnet18,resnet50,resnet101,densenet121,mobilenet_v2,inception_v3"
 
 
@@ -154,7 +155,13 @@ def main():
                     help="the tensors' layout (torch.channels_last for NHWC); the CSV's layout column says which")
     ap.add_argument("--ops", default="bias,pool,activation,batchnorm,add", help="which ops to time")
     ap.add_argument("--budget-s", type=float, default=400, help="stop timing (rows so far are kept) after this long")
+    ap.add_argument("--dtypes", default="fp32,bf16", help="tensor types to time, of fp32, bf16, fp16 (fp16 autocast "
+                    "runs these ops in float16, with kernels of their own: e.g. channels_last batchnorm)")
     a = ap.parse_args()
+    dtypes = a.dtypes.split(",")
+    for d in dtypes:
+        if d not in DTYPES:
+            ap.error(f"--dtypes: unknown {d!r} (known: fp32, bf16, fp16)")
     device = torch.device("cuda", 0)
     torch.backends.cudnn.benchmark = True
     t0 = time.time()
@@ -180,7 +187,8 @@ def main():
             if time.time() - t0 > a.budget_s:
                 print(f"budget reached after {done} of {len(rows)} shapes", flush=True)
                 break
-            for math, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            for math in dtypes:
+                dt = DTYPES[math]
                 try:
                     for pas, fn in op_fns(r, dt, device, fmt):
                         with torch.no_grad():
@@ -193,7 +201,7 @@ def main():
     os.replace(tmp, a.out)
     prov = {
         "what": "validation/pytorch/op_times.py: PyTorch's own kernels timed alone on the validated models' shapes",
-        "models": a.models, "batches": a.batches, "memory_format": a.memory_format, "ops": a.ops, "shapes_timed": done, "shapes_found": len(rows),
+        "models": a.models, "batches": a.batches, "memory_format": a.memory_format, "ops": a.ops, "dtypes": a.dtypes, "shapes_timed": done, "shapes_found": len(rows),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": os.environ.get("DTSIM_GIT_COMMIT", "unknown"),
         "torch": torch.__version__, "torchvision": torchvision.__version__, "cuda": torch.version.cuda,
@@ -203,7 +211,7 @@ def main():
     }
     with open(os.path.splitext(a.out)[0] + ".provenance.json", "w") as f:
         json.dump(prov, f, indent=1)
-    print(f"{done} shapes x 2 dtypes x 2 passes in {time.time() - t0:.0f} s -> {a.out}", flush=True)
+    print(f"{done} shapes x {len(dtypes)} dtypes x 2 passes in {time.time() - t0:.0f} s -> {a.out}", flush=True)
 
 
 if __name__ == "__main__":
