@@ -45,9 +45,29 @@ import time
 import torch
 import torch.nn.functional as F
 
+aten = torch.ops.aten
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from kernel_sweep import DTYPES, gemm_rows, gemm_split, measure, sig4  # noqa: E402
+from kernel_sweep import DTYPES, gemm_rows, gemm_split, sig4, time_graph, time_stream  # noqa: E402
+
+GRAPHS = True  # --no-graph: stream times only (set after a capture failed in this section)
+
+
+class CaptureFailed(Exception):
+    """A failed CUDA graph capture leaves the process's CUDA state unusable: the section's process
+    ends and the parent starts it again without graph timing."""
+
+
+def measure(fn, graph=True):
+    med, mn, spread, n, t1 = time_stream(fn)
+    tg, k = float("nan"), 0
+    if graph and GRAPHS:
+        try:
+            tg, k = time_graph(fn, t1)
+        except Exception as ex:
+            raise CaptureFailed(str(ex).splitlines()[0][:160])
+    return med, mn, spread, n, tg, k
 
 TIMES = ["impl", "time_median_s", "time_min_s", "time_spread_s", "repeats", "source", "time_graph_s", "graph_calls",
          "split"]
@@ -84,8 +104,8 @@ def backend_of(names):
     return "math" if "gemm" in text or "softmax" in text else "unknown"
 
 
-def timed(section, fixed, pas, fn, source, split):
-    med, mn, spread, n, tg, k = measure(fn)
+def timed(section, fixed, pas, fn, source, split, graph=True):
+    med, mn, spread, n, tg, k = measure(fn, graph)
     return dict(fixed, kind=section, **{"pass": pas}, impl="torch", time_median_s=sig4(med), time_min_s=sig4(mn),
                 time_spread_s=sig4(spread), repeats=n, source=source, time_graph_s=sig4(tg), graph_calls=k, split=split)
 
@@ -105,17 +125,29 @@ def attention(rng):
     if flops > (1.5e13 if mode != "fp32" else 1.5e12):
         return None
     dt = DTYPES[mode]
-    q, k, v = (torch.randn(n, heads, t, d, device="cuda", dtype=dt, requires_grad=True) for _ in range(3))
+    q, k, v = (torch.randn(n, heads, t, d, device="cuda", dtype=dt) for _ in range(3))
     fwd = lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=drop, is_causal=causal)  # noqa: E731
-    out = fwd()
-    do = torch.randn_like(out)
-    bwd = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)  # noqa: E731
-    fixed = dict(math_mode=mode, dtype=mode, N=n, heads=heads, T=t, head_dim=d, causal=int(causal), dropout_p=drop)
+    backend = backend_of(kernel_names(fwd))
+    do = torch.randn(n, heads, t, d, device="cuda", dtype=dt)
+    # The backward as autograd calls it, but called directly: autograd would run it on the forward's
+    # stream, outside a graph being captured on another.
+    if backend == "flash":
+        o, lse, cq, ck, mq, mk, seed, off, _ = aten._scaled_dot_product_flash_attention(q, k, v, drop, causal, False)
+        bwd = lambda: aten._scaled_dot_product_flash_attention_backward(  # noqa: E731
+            do, q, k, v, o, lse, cq, ck, mq, mk, drop, causal, seed, off)
+    elif backend == "efficient":
+        o, lse, seed, off = aten._scaled_dot_product_efficient_attention(q, k, v, None, True, drop, causal)
+        bwd = lambda: aten._scaled_dot_product_efficient_attention_backward(  # noqa: E731
+            do, q, k, v, None, o, lse, seed, off, drop, [True, True, True, False], causal)
+    else:
+        bwd = None
+    fixed = dict(math_mode=mode, dtype=mode, N=n, heads=heads, T=t, head_dim=d, causal=int(causal), dropout_p=drop,
+                 backend=backend)
     split = "heldout" if t >= 8192 else "train"
-    rows = []
-    for pas, fn in (("fwd", fwd), ("bwd", bwd)):
-        fixed["backend"] = backend_of(kernel_names(fn))
-        rows.append(timed("attention", fixed, pas, fn, "random", split))
+    # dropout draws from the generator: its offsets under graph capture are left alone (stream time only)
+    rows = [timed("attention", fixed, "fwd", fwd, "random", split, graph=drop == 0)]
+    if bwd:
+        rows.append(timed("attention", fixed, "bwd", bwd, "random", split, graph=drop == 0))
     return rows
 
 
@@ -127,13 +159,13 @@ def layernorm(rng):
         return None
     mode = rng.choice(["fp32", "fp32", "bf16"])
     dt = DTYPES[mode]
-    x = torch.randn(rows_n, c, device="cuda", dtype=dt, requires_grad=True)
-    w = torch.ones(c, device="cuda", dtype=dt, requires_grad=True)
-    b = torch.zeros(c, device="cuda", dtype=dt, requires_grad=True)
-    fwd = lambda: F.layer_norm(x, (c,), w, b)  # noqa: E731
-    y = fwd()
+    x = torch.randn(rows_n, c, device="cuda", dtype=dt)
+    w = torch.ones(c, device="cuda", dtype=dt)
+    b = torch.zeros(c, device="cuda", dtype=dt)
+    fwd = lambda: aten.native_layer_norm(x, [c], w, b, 1e-5)  # noqa: E731
+    y, mean, rstd = fwd()
     dy = torch.randn_like(y)
-    bwd = lambda: torch.autograd.grad(y, (x, w, b), dy, retain_graph=True)  # noqa: E731
+    bwd = lambda: aten.native_layer_norm_backward(dy, x, [c], mean, rstd, w, b, [True, True, True])  # noqa: E731
     fixed = dict(math_mode=mode, dtype=mode, rows=rows_n, features=c)
     split = "heldout" if c > 8192 else "train"
     return [timed("layernorm", fixed, p, fn, "random", split) for p, fn in (("fwd", fwd), ("bwd", bwd))]
@@ -160,11 +192,16 @@ def softmax_ce(rng):
     n = log_uniform_int(rng, 32, 65536)
     if n * classes > 2 ** 29:
         return None
-    logits = torch.randn(n, classes, device="cuda", requires_grad=True)
+    logits = torch.randn(n, classes, device="cuda")
     y = torch.randint(0, classes, (n,), device="cuda")
     fwd = lambda: F.cross_entropy(logits, y)  # noqa: E731
-    loss = fwd()
-    bwd = lambda: torch.autograd.grad(loss, (logits,), retain_graph=True)  # noqa: E731
+    logp = F.log_softmax(logits, 1)
+    loss, total = aten.nll_loss_forward(logp, y, None, 1, -100)
+    one = torch.ones((), device="cuda")
+
+    def bwd():  # autograd's two kernels: nll_loss_backward, then log_softmax's backward
+        g = aten.nll_loss_backward(one, logp, y, None, 1, -100, total)
+        return aten._log_softmax_backward_data(g, logp, 1, torch.float32)
     fixed = dict(math_mode="fp32", dtype="fp32", N=n, classes=classes)
     split = "heldout" if classes > 100000 else "train"
     return [timed("softmax_ce", fixed, p, fn, "random", split) for p, fn in (("fwd", fwd), ("bwd", bwd))]
@@ -221,48 +258,87 @@ def provenance(a, counts, seconds):
             "math": "fp32 rows: strict FP32 matmuls (PyTorch's default); bf16/fp16: tensors of that type"}
 
 
+def run_section(a, name):
+    """One section in this process, its rows appended to DIR/name.csv as they come."""
+    global GRAPHS
+    GRAPHS = not a.no_graph
+    torch.backends.cudnn.benchmark = True
+    rng = random.Random(f"{a.seed}/{name}")
+    path = os.path.join(a.out, f"{name}.csv")
+    seen = set()
+    if os.path.exists(path):
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                seen.add(tuple(sorted((k, str(v)) for k, v in r.items() if k not in TIMES and k not in ("pass", "backend"))))
+    start, added, failures = time.time(), 0, 0
+    f = open(path, "a", newline="")
+    w = None
+    while time.time() - start < a.budget_s:
+        try:
+            got = SECTIONS[name](rng)
+        except CaptureFailed as e:
+            print(f"{name}: graph capture failed ({e}); this process's CUDA state is lost", flush=True)
+            f.close()
+            sys.exit(3)
+        except (torch.OutOfMemoryError, RuntimeError) as e:
+            print(f"{name}: skipped a shape: {str(e).splitlines()[0][:120]}", flush=True)
+            got = None
+            failures += 1
+            if failures >= 8 and added == 0:
+                print(f"{name}: every shape so far failed; giving up this section", flush=True)
+                break
+        torch.cuda.empty_cache()
+        if not got:
+            continue
+        key = tuple(sorted((k, str(v)) for k, v in got[0].items() if k not in TIMES and k not in ("pass", "backend")))
+        if key in seen:
+            continue
+        seen.add(key)
+        if w is None:
+            w = csv.DictWriter(f, fieldnames=COLS.get(name, list(got[0].keys())))
+            if f.tell() == 0:
+                w.writeheader()
+        w.writerows(got)
+        f.flush()
+        added += len(got)
+    f.close()
+    print(f"{name}: {added} rows in {time.time() - start:.0f} s -> {path}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=360)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--sections", default=",".join(SECTIONS))
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-graph", action="store_true", help="stream times only (no CUDA graph replay)")
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    torch.backends.cudnn.benchmark = True
-    t0 = time.time()
-    counts = {}
     names = a.sections.split(",")
     for name in names:
         if name not in SECTIONS:
             ap.error(f"--sections: unknown {name!r}")
+    os.makedirs(a.out, exist_ok=True)
+    if a.child:
+        run_section(a, names[0])
+        return
+    # Each section in a process of its own: a failed graph capture cannot spoil the others.
+    t0, counts = time.time(), {}
     for name in names:
-        rng = random.Random(f"{a.seed}/{name}")
         budget = a.budget_s * SHARE[name] / sum(SHARE[n] for n in names)
-        start, rows, seen = time.time(), [], set()
-        while time.time() - start < budget:
-            try:
-                got = SECTIONS[name](rng)
-            except (torch.OutOfMemoryError, RuntimeError) as e:
-                print(f"{name}: skipped a shape: {str(e).splitlines()[0][:120]}", flush=True)
-                got = None
-            torch.cuda.empty_cache()
-            if not got:
-                continue
-            key = tuple(sorted((k, v) for k, v in got[0].items() if k not in TIMES and k != "backend"))
-            if key in seen:
-                continue
-            seen.add(key)
-            rows += got
-        cols = COLS[name] if name in COLS else list(rows[0].keys()) if rows else ["kind"]
+        start, seed, graph = time.time(), a.seed, not a.no_graph
+        while True:
+            left = budget - (time.time() - start)
+            if left < 5:
+                break
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", "--out", a.out, "--sections", name,
+                   "--budget-s", str(left), "--seed", str(seed)] + ([] if graph else ["--no-graph"])
+            rc = subprocess.run(cmd).returncode
+            if rc != 3:
+                break
+            graph, seed = False, seed + 1000  # go on without graphs, on other shapes
         path = os.path.join(a.out, f"{name}.csv")
-        with open(path + ".part", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=cols)
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(path + ".part", path)
-        counts[name] = len(rows)
-        print(f"{name}: {len(rows)} rows in {time.time() - start:.0f} s -> {path}", flush=True)
+        counts[name] = sum(1 for _ in open(path)) - 1 if os.path.exists(path) else 0
         with open(os.path.join(a.out, "provenance.json"), "w") as f:
             json.dump(provenance(a, counts, time.time() - t0), f, indent=1)
 

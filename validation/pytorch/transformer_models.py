@@ -151,12 +151,24 @@ class Bert(nn.Module):
         return self.decoder(self.transform_norm(F.gelu(self.transform(x))))
 
 
+def init_weights(model):
+    """HuggingFace's initialisation of both (initializer_range 0.02): normal(0, 0.02) weights, zero
+    biases, LayerNorm ones and zeros. With PyTorch's N(0, 1) embeddings the tied output layer starts
+    with logits in the hundreds."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+    return model
+
+
 LANGUAGE_MODELS = {"gpt2_small": (Gpt2, GPT2), "bert_base": (Bert, BERT)}
 PARAMETERS = {"gpt2_small": 124439808, "bert_base": 109514298}
 
 
 def build(name, explicit_attention=False):
-    return LANGUAGE_MODELS[name][0](explicit_attention=explicit_attention)
+    return init_weights(LANGUAGE_MODELS[name][0](explicit_attention=explicit_attention))
 
 
 def context(name):
