@@ -253,6 +253,7 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
   r.model = o.str("model");
   r.gpus = o.integer("gpus", 1, 1 << 20);
   r.batch_per_gpu = o.integer("batch_per_gpu", 1, kMaxBatchPerGpu);
+  r.sequence_length = o.integer_or("sequence_length", 0, 1, int64_t{1} << 20);  // --seq-len's range
   r.precision = o.str("precision");
   try {
     parse_precision(r.precision);
@@ -301,9 +302,11 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
   row.run = run;
   Graph g;
   try {
-    g = load_model(run.model);
+    ModelLoadOptions options;
+    options.seq_len = run.sequence_length;  // the rules of --seq-len (a language model's, within its positions)
+    g = load_model(run.model, options);
   } catch (const InputError& e) {
-    throw InputError(run.file + ": $.model", e.rule());
+    throw InputError(run.file + (e.where() == "--seq-len" ? ": $.sequence_length" : ": $.model"), e.rule());
   }
   ClusterSpec c = load_cluster(opt.cluster.empty() ? run.cluster : opt.cluster);
   if (!opt.cluster.empty() && c.gpu.name != load_cluster(run.cluster).gpu.name)
@@ -461,9 +464,14 @@ std::string validation_table(const std::vector<ValidationRow>& rows, bool layers
 }
 
 std::string validation_csv(const std::vector<ValidationRow>& rows) {
+  // Language model runs add a sequence_length column (empty for runs without one), so that a file of
+  // image model runs keeps its columns.
+  const bool sequences = std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return r.run.sequence_length > 0; });
   Table t{kHeader, {}};
+  if (sequences) t.header.push_back("sequence_length");
   for (const auto& r : rows) {
     auto cells = row_cells(r);
+    if (sequences) cells.push_back(r.run.sequence_length > 0 ? std::to_string(r.run.sequence_length) : "");
     cells[7] = fmt_sig(r.run.iteration_s * 1e3, 6);
     cells[8] = fmt_sig(r.predicted_s * 1e3, 6);
     cells[9] = fmt_sig(r.error, 4);
@@ -491,6 +499,7 @@ Json validation_json(const std::vector<ValidationRow>& rows) {
     j["cluster"] = r.run.cluster;
     j["gpus"] = r.run.gpus;
     j["batch_per_gpu"] = r.run.batch_per_gpu;
+    if (r.run.sequence_length > 0) j["sequence_length"] = r.run.sequence_length;
     j["precision"] = r.run.precision;
     j["memory_format"] = r.run.mode.memory_format;
     j["optimizer"] = r.run.mode.optimizer;

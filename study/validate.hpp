@@ -23,6 +23,9 @@ struct MeasuredRun {
   std::string file, source, framework, model, gpu_name, cluster;
   std::string precision;
   int64_t gpus = 1, batch_per_gpu = 1;
+  // Tokens per sample of a language model run ("sequence_length"), predicted as --seq-len is; 0: the
+  // run has none (the model's own context).
+  int64_t sequence_length = 0;
   bool overlap = true;
   int64_t first_bucket_bytes = 0, bucket_bytes = 0;
   double iteration_s = 0, p10_s = 0, p90_s = 0;

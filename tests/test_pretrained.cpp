@@ -19,9 +19,10 @@ using namespace dtsim;
 using namespace dtsim::mlp;
 namespace fs = std::filesystem;
 
-// Mean absolute percentage error targets on held-out shapes (issue 4).
+// Mean absolute percentage error targets on held-out shapes (issue 4); attention is held to the
+// matmuls' target, as the trainer holds it.
 static double target_mape(const std::string& key) {
-  return (key.rfind("conv2d/", 0) == 0 || key.rfind("gemm/", 0) == 0) ? 0.10 : 0.15;
+  return (key.rfind("conv2d/", 0) == 0 || key.rfind("gemm/", 0) == 0 || key.rfind("attention/", 0) == 0) ? 0.10 : 0.15;
 }
 
 TEST_CASE("shipped predictors meet their held-out targets on the committed data") {

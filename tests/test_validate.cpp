@@ -338,3 +338,90 @@ TEST_CASE("validate: fresh-process repeat runs with their host probe (ddp_refere
   CHECK(bad.err.find("host_probe: unknown field") != std::string::npos);
   fs::remove(tmp);
 }
+
+namespace {
+
+// A PyTorch run of gpt2_small on one H100 with AdamW, as ddp_reference.py would write it (fields read only).
+Json language_model_run() {
+  return Json::parse(R"J({
+    "schema": "dtsim-measured-run/1", "source": "pytorch-ddp", "framework": "pytorch", "model": "gpt2_small",
+    "gpus": 1, "batch_per_gpu": 16, "precision": "bf16", "sequence_length": 256,
+    "ddp": {"overlap": true, "bucket_bytes": 26214400, "first_bucket_bytes": 1048576},
+    "iteration_time_s": {"median": 0.05},
+    "execution": {"memory_format": "contiguous", "optimizer": "adamw", "execution": "eager"},
+    "provenance": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}}
+  })J");
+}
+
+}  // namespace
+
+TEST_CASE("validate: a language model run's sequence_length is predicted as --seq-len is") {
+  study_test::TempDir tmp("val_seq");
+  const Json run = language_model_run();
+  const MeasuredRun r = parse_measured_run(run, "gpt2_run.json");
+  CHECK(r.sequence_length == 256);
+  CHECK(r.mode.optimizer == "adamw");
+  // The prediction is dtsim predict's with the same flags, --seq-len and --optimizer adamw included.
+  const std::string file = tmp.file("gpt2_run.json", run.dump());
+  auto v = dtsim_cli("validate --format json --measured " + file);
+  REQUIRE(v.code == 0);
+  auto p = dtsim_cli("predict --model gpt2_small --gpus 1 --batch-per-gpu 16 --precision bf16 --optimizer adamw --seq-len 256 "
+                     "--cluster h100-sxm --framework pytorch --format json");
+  REQUIRE(p.code == 0);
+  const Json vj = Json::parse(v.out), pj = Json::parse(p.out);
+  REQUIRE(pj["sequence_length"] == 256);
+  const Json& row = vj["runs"][0];
+  CHECK(row["predicted_s"].get<double>() == Approx(pj["iteration_s"].get<double>()).epsilon(1e-12));
+  CHECK(row["sequence_length"] == 256);
+  CHECK(row["optimizer"] == "adamw");
+  // The model's own context (1024 tokens) would be another prediction (at batch 16 the GPU, not the
+  // host, bounds the step).
+  auto p1024 = dtsim_cli("predict --model gpt2_small --gpus 1 --batch-per-gpu 16 --precision bf16 --optimizer adamw "
+                         "--cluster h100-sxm --framework pytorch --format json");
+  REQUIRE(p1024.code == 0);
+  CHECK(Json::parse(p1024.out)["iteration_s"].get<double>() > 1.5 * row["predicted_s"].get<double>());
+  // CSV: a sequence_length column where a run has one, empty for runs without.
+  const std::string image = tmp.file("image_run.json", synthetic_run().dump());
+  auto csv = dtsim_cli("validate --format csv --measured " + file + " --measured " + image);
+  REQUIRE(csv.code == 0);
+  const std::string head = csv.out.substr(0, csv.out.find('\n'));
+  CHECK(head.size() > 16);
+  CHECK(head.rfind(",sequence_length") == head.size() - 16);
+  CHECK(csv.out.find(",256\n") != std::string::npos);
+  CHECK(csv.out.substr(csv.out.size() - 2) == ",\n");  // the image run's cell is empty
+  // Runs without one keep their columns and fields.
+  const auto rows = validate_runs({parse_measured_run(synthetic_run(), "tiny_run.json")}, {});
+  CHECK(validation_csv(rows).find("sequence_length") == std::string::npos);
+  CHECK_FALSE(validation_json(rows)["runs"][0].contains("sequence_length"));
+}
+
+TEST_CASE("validate: a sequence_length on an image model, or beyond the positions, exits 2 naming the file and field") {
+  study_test::TempDir tmp("val_seq_bad");
+  struct Case {
+    std::string name;
+    std::function<void(Json&)> edit;
+    std::string rule;
+  };
+  const Case cases[] = {
+      {"resnet50_run.json", [](Json& j) { j["model"] = "resnet50"; j["sequence_length"] = 224; }, "applies to language models (input: token ids)"},
+      {"vit_run.json", [](Json& j) { j["model"] = "vit_b_16"; j["sequence_length"] = 197; }, "whose size fixes its sequence of patches"},
+      {"long_run.json", [](Json& j) { j["sequence_length"] = 2048; }, "is longer than gpt2_small's 1024 learned positions"},
+      {"zero_run.json", [](Json& j) { j["sequence_length"] = 0; }, "$.sequence_length"},
+      {"text_run.json", [](Json& j) { j["sequence_length"] = "long"; }, "$.sequence_length"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    Json j = language_model_run();
+    c.edit(j);
+    const std::string file = tmp.file(c.name, j.dump());
+    auto r = dtsim_cli("validate --measured " + file);
+    CHECK(r.code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(file + ": $.sequence_length") != std::string::npos);
+    CHECK(r.err.find(c.rule) != std::string::npos);
+  }
+  // The same rule as predict's --seq-len on an image model.
+  auto p = dtsim_cli("predict --model resnet50 --batch-per-gpu 8 --seq-len 224");
+  CHECK(p.code == 2);
+  CHECK(p.err.find("--seq-len: applies to language models (input: token ids)") != std::string::npos);
+}

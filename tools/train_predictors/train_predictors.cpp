@@ -82,6 +82,11 @@ struct Ratio {
   std::map<std::string, std::string> of;
 };
 
+// Predictors held to the matmul target: convolutions, GEMMs and attention (its two products per block).
+bool matmul_like(const std::string& key) {
+  return key.rfind("conv2d/", 0) == 0 || key.rfind("gemm/", 0) == 0 || key.rfind("attention/", 0) == 0;
+}
+
 // The time a row's target is relative to: the base for a ratio key's rows, else the roofline baseline.
 double reference_s(const Sample& s, const Baseline& base, const Ratio* ratio) {
   if (ratio && ratio->of.count(s.key)) return ratio->base.at(&s);
@@ -446,7 +451,7 @@ int run(int argc, char** argv) {
   app.add_option("--weight-decay", opt.weight_decay, "Adam weight decay")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--huber-beta", opt.huber_beta, "Huber loss threshold, in target standard deviations")->check(CLI::Range(1e-4, 100.0))->capture_default_str();
   app.add_option("--files", opt.files, "Comma-separated CSV files of the data folder to use (default: all)");
-  app.add_option("--target-matmul", opt.target_matmul, "Held-out MAPE a conv2d/gemm predictor must meet to be written")->capture_default_str();
+  app.add_option("--target-matmul", opt.target_matmul, "Held-out MAPE a conv2d/gemm/attention predictor must meet to be written")->capture_default_str();
   app.add_option("--target-vector", opt.target_vector, "Held-out MAPE other predictors must meet to be written")->capture_default_str();
   app.add_flag("--keep-below-target", opt.keep_below_target,
                "Also write predictors that miss their target but beat the roofline on the same held-out shapes (marked in the manifest)");
@@ -639,7 +644,7 @@ int run(int argc, char** argv) {
       rows("train", train, p_train);
       rows(opt.validate ? "validation" : "heldout", held, p_held);
     }
-    const double target = (key.rfind("conv2d/", 0) == 0 || key.rfind("gemm/", 0) == 0) ? opt.target_matmul : opt.target_vector;
+    const double target = matmul_like(key) ? opt.target_matmul : opt.target_vector;
     m.heldout = to_json(ho);
     m.heldout["train_rows"] = tr.rows;
     m.heldout["train_mape"] = tr.mape;

@@ -74,15 +74,22 @@ Pass pass_of(const Row& r) {
 
 // The harness's math-mode column names the training precision as PyTorch runs it ("fp32": TF32
 // convolutions, FP32 matmuls); "any" marks kernels whose math does not change with it (the FP32
-// optimizer).
+// optimizer). The PyTorch script's layernorm and embedding files name the tensors' dtype instead (a
+// layernorm measured on bf16 tensors is a BF16 kernel, keyed layernorm/PASS/bf16, although autocast
+// runs layer_norm in FP32); for attention the two readings agree.
 MathMode math_of(const Row& r, KernelKind kind) {
   const std::string& s = r.str("math_mode");
   if (s == "any") return MathMode::FP32;
-  if (s == "fp32" || s == "bf16" || s == "fp16") return math_mode_for(kind, parse_precision(s));
+  if (s == "fp32" || s == "bf16" || s == "fp16") {
+    if (kind == KernelKind::LayerNorm || kind == KernelKind::Embedding)
+      return s == "fp32" ? MathMode::FP32 : s == "bf16" ? MathMode::BF16 : MathMode::FP16;
+    return math_mode_for(kind, parse_precision(s));
+  }
   throw InputError(r.where + ", column math_mode", "unknown math mode '" + s + "' (fp32, bf16, fp16)");
 }
 
-// The kinds the harness measures (validation/README.md); rows of other kinds are skipped.
+// The kinds the harness measures (validation/README.md), and the transformers' kinds the PyTorch
+// script measures (one CSV each: layernorm, attention, embedding); rows of other kinds are skipped.
 bool measured_kind(KernelKind kind) {
   switch (kind) {
     case KernelKind::Conv2d:
@@ -92,7 +99,10 @@ bool measured_kind(KernelKind kind) {
     case KernelKind::Pool:
     case KernelKind::Add:
     case KernelKind::SoftmaxCE:
-    case KernelKind::SgdUpdate: return true;
+    case KernelKind::SgdUpdate:
+    case KernelKind::LayerNorm:
+    case KernelKind::Attention:
+    case KernelKind::Embedding: return true;
     default: return false;
   }
 }
@@ -157,12 +167,25 @@ bool kernel_from_row(const Row& r, KernelDesc& k) {
     case KernelKind::SgdUpdate:
       s = {r.integer("parameters")};
       break;
+    case KernelKind::LayerNorm:  // rows features
+    case KernelKind::Attention:  // N heads T head_dim causal (the backend column is informational)
+    case KernelKind::Embedding: {  // rows dim num_embeddings
+      int i = 0;
+      for (const char* f : kernel_shape_fields(k.kind)) s[i++] = r.integer(f);
+      break;
+    }
     default:
       return false;
   }
-  for (size_t i = 0; i < kernel_shape_fields(k.kind).size(); ++i)
+  for (size_t i = 0; i < kernel_shape_fields(k.kind).size(); ++i) {
+    const char* field = kernel_shape_fields(k.kind)[i];
+    if (k.kind == KernelKind::Attention && i == 4) {  // causal: a flag
+      if (s[i] != 0 && s[i] != 1) throw InputError(r.where + ", column " + field, "must be 0 or 1, got " + std::to_string(s[i]));
+      continue;
+    }
     if (s[i] < 0 || (s[i] == 0 && k.kind != KernelKind::Conv2d && k.kind != KernelKind::Pool && k.kind != KernelKind::Gemm))
-      throw InputError(r.where, std::string("shape field ") + kernel_shape_fields(k.kind)[i] + " must be positive");
+      throw InputError(r.where, std::string("shape field ") + field + " must be positive");
+  }
   set_cost(k);
   return true;
 }

@@ -42,6 +42,13 @@ static const std::vector<std::string>& kind_feature_names(KernelKind kind) {
   static const std::vector<std::string> add = {"elements", "inputs", "bytes"};
   static const std::vector<std::string> ce = {"N", "classes", "elements"};
   static const std::vector<std::string> sgd = {"params", "bytes"};
+  // FlashAttention-2 on Hopper: one CTA per 128-row block of queries and (batch, head), its waves over
+  // the SMs and the last one's fill; head_elements is T x head_dim, one head's q (or k, v, o).
+  static const std::vector<std::string> attention = {"N", "heads", "T", "head_dim", "causal", "flops", "bytes", "intensity",
+                                                     "query_blocks", "waves", "last_wave_fill", "head_elements"};
+  // PyTorch's layer norm kernels run one block per row: row_waves is log2(rows / SMs).
+  static const std::vector<std::string> layernorm = {"rows", "features", "elements", "bytes", "row_waves"};
+  static const std::vector<std::string> embedding = {"rows", "dim", "num_embeddings", "bytes", "table_bytes"};
   switch (kind) {
     case KernelKind::Conv2d: return conv;
     case KernelKind::Gemm: return gemm;
@@ -49,7 +56,11 @@ static const std::vector<std::string>& kind_feature_names(KernelKind kind) {
     case KernelKind::Pool: return pool;
     case KernelKind::Add: return add;
     case KernelKind::SoftmaxCE: return ce;
-    case KernelKind::SgdUpdate: return sgd;
+    case KernelKind::SgdUpdate:
+    case KernelKind::AdamUpdate: return sgd;
+    case KernelKind::LayerNorm: return layernorm;
+    case KernelKind::Attention: return attention;
+    case KernelKind::Embedding: return embedding;
     default: return elem;
   }
 }
@@ -58,7 +69,7 @@ const std::vector<std::string>& feature_names(KernelKind kind) {
   static std::map<KernelKind, std::vector<std::string>> all;
   static std::once_flag once;
   std::call_once(once, [] {
-    for (int i = 0; i <= static_cast<int>(KernelKind::Eltwise); ++i) {
+    for (int i = 0; i < kKernelKinds; ++i) {
       auto kind = static_cast<KernelKind>(i);
       auto names = kind_feature_names(kind);
       names.insert(names.end(), kBaselineFeatures.begin(), kBaselineFeatures.end());
@@ -170,6 +181,47 @@ void features(const KernelDesc& k, int sm_count, const Baseline& base, std::vect
   if (extended && k.kind == KernelKind::Gemm) gemm_extra_features(k, sm_count, base, out);
 }
 
+// The transformers' kinds (feature_names: attention, layernorm, embedding).
+static void transformer_features(const KernelDesc& k, int sm_count, std::vector<double>& out) {
+  const auto& s = k.shape;
+  const double intensity = k.bytes > 0 ? k.flops / k.bytes : 0;
+  switch (k.kind) {
+    case KernelKind::Attention: {
+      const double n = static_cast<double>(s[0]), heads = static_cast<double>(s[1]), t = static_cast<double>(s[2]),
+                   d = static_cast<double>(s[3]);
+      for (int i = 0; i < 4; ++i) out.push_back(lg(s[i]));
+      out.push_back(s[4] ? 1.0 : 0.0);
+      out.push_back(lg(k.flops));
+      out.push_back(lg(k.bytes));
+      out.push_back(std::log2(intensity + 1e-3));
+      const double ctas = std::ceil(t / 128.0) * n * heads, w = ctas / std::max(sm_count, 1);
+      out.push_back(lg(ctas));
+      out.push_back(lg(std::ceil(w)));
+      out.push_back(w - std::floor(w));
+      out.push_back(lg(t * d));
+      break;
+    }
+    case KernelKind::LayerNorm: {
+      const double rows = static_cast<double>(s[0]);
+      out.push_back(lg(rows));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(rows * s[1]));
+      out.push_back(lg(k.bytes));
+      out.push_back(std::log2(rows / std::max(sm_count, 1)));
+      break;
+    }
+    case KernelKind::Embedding:
+      out.push_back(lg(s[0]));
+      out.push_back(lg(s[1]));
+      out.push_back(lg(s[2]));
+      out.push_back(lg(k.bytes));
+      out.push_back(lg(static_cast<double>(s[2]) * s[1] * 4));  // the FP32 table
+      break;
+    default:
+      break;
+  }
+}
+
 static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>& out) {
   const auto& s = k.shape;
   const double intensity = k.bytes > 0 ? k.flops / k.bytes : 0;
@@ -236,6 +288,11 @@ static void kind_features(const KernelDesc& k, int sm_count, std::vector<double>
       out.push_back(lg(s[0]));
       out.push_back(lg(s[1]));
       out.push_back(lg(static_cast<double>(s[0]) * s[1]));
+      break;
+    case KernelKind::Attention:
+    case KernelKind::LayerNorm:
+    case KernelKind::Embedding:
+      transformer_features(k, sm_count, out);
       break;
     default:
       out.push_back(lg(s[0]));

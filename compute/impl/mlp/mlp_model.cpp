@@ -30,7 +30,8 @@ static bool matrix_rate(const GpuSpec& g, MathMode m) {
 }
 
 bool MlpComputeModel::carries(const Source& s, const KernelDesc& k) const {
-  if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm) return true;
+  // Attention's products run on the matrix units as the matmuls do (flash attention in bf16/fp16).
+  if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm && k.kind != KernelKind::Attention) return true;
   return matrix_rate(s.gpu, k.math) == matrix_rate(target_, k.math);
 }
 

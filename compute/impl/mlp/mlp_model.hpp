@@ -3,7 +3,7 @@
 // the ratio of the target's and the measured GPU's roofline times for that kernel (plus the
 // difference of their fixed per-kernel costs) — the identity on the measured GPU itself, the what-if
 // scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time, and
-// so do convolutions and matmuls that run on tensor cores on only one of the two GPUs.
+// so do convolutions, matmuls and attention that run on tensor cores on only one of the two GPUs.
 #include <atomic>
 #include <functional>
 #include <map>
