@@ -23,6 +23,7 @@ std::string predictor_key(const KernelDesc& k) {
   Pass pass = k.kind == KernelKind::Add ? Pass::Fwd : k.pass;
   std::string key = std::string(kind_name(k.kind)) + "/" + pass_name(pass) + "/" + m;
   if (k.kind == KernelKind::Pool || k.kind == KernelKind::Activation) key += std::string("/") + k.variant;
+  if (k.kind == KernelKind::Attention && *k.variant) key += std::string("/") + k.variant;  // attention/fwd/bf16/dropout
   // NHWC convolutions have their own measurements (validation/data/<gpu>/kernels_nhwc): on the same
   // shapes they take about half the NCHW time, the transposes cuDNN adds around NCHW tensors gone.
   if (k.kind == KernelKind::Conv2d && k.format == MemoryFormat::ChannelsLast) key += "/nhwc";

@@ -42,7 +42,8 @@ MathMode math_mode_for(KernelKind kind, Precision p);
 //   eltwise: read written (elements read from all inputs, elements written to all outputs)
 //   adam_update: params (variant adam or adamw)
 //   layernorm: rows features (rows = batch x tokens; normalised over the features)
-//   attention: N heads T head_dim causal (causal 1: is_causal; q, k, v and o are N x heads x T x head_dim)
+//   attention: N heads T head_dim causal (causal 1: is_causal; q, k, v and o are N x heads x T x head_dim);
+//     variant "dropout" when dropout runs inside the kernel (training with dropout_p > 0)
 //   embedding: rows dim num_embeddings (rows = batch x tokens gathered from a num_embeddings x dim table)
 constexpr int kMaxShapeFields = 14;
 

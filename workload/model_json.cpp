@@ -127,7 +127,8 @@ static void read_op_fields(JsonObject& o, Layer& l) {
     case Op::Attention:
       l.num_heads = o.integer("num_heads", 1, kMaxDim);
       l.causal = o.boolean_or("is_causal", false);
-      o.number_or("dropout_p", 0.0, 0.0, 1.0);  // applied inside the attention kernel: no cost of its own
+      // applied inside the attention kernel, which then draws random numbers: a kernel variant of its own
+      l.dropout_p = o.number_or("dropout_p", 0.0, 0.0, 1.0);
       break;
     case Op::Select:
       l.index = o.integer_or("index", 0, 0, kMaxDim);

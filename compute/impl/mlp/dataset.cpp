@@ -172,6 +172,12 @@ bool kernel_from_row(const Row& r, KernelDesc& k) {
     case KernelKind::Embedding: {  // rows dim num_embeddings
       int i = 0;
       for (const char* f : kernel_shape_fields(k.kind)) s[i++] = r.integer(f);
+      // attention with dropout inside (a dropout_p column above 0) is a variant with its own predictor
+      if (k.kind == KernelKind::Attention && r.col.count("dropout_p")) {
+        const double p = r.number("dropout_p");
+        if (!(p >= 0 && p < 1)) throw InputError(r.where + ", column dropout_p", "must be in [0, 1), got " + r.str("dropout_p"));
+        if (p > 0) k.variant = "dropout";
+      }
       break;
     }
     default:
