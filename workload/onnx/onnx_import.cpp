@@ -1010,7 +1010,9 @@ class Importer {
     l.dropout_p = ratio ? *ratio : 0.5;
     if (l.dropout_p < 0 || l.dropout_p > 1) fail_at(n, "ratio must be in [0, 1]");
     (void)acts;
-    add(n, l, {x}, n.output(0), per_sample(n, x));
+    // p = 0 (ViT's dropouts): PyTorch returns the input, no kernel.
+    if (l.dropout_p == 0) alias(n.output(0), x);
+    else add(n, l, {x}, n.output(0), per_sample(n, x));
     for (int o = 1; o < n.output_size(); ++o) values_[n.output(o)] = Value{false, -1};  // the mask
     ++dropouts_;
   }
