@@ -1438,6 +1438,8 @@ class Importer {
     auto gathered = position_table_.find(other);
     if (gathered != position_table_.end()) {
       const auto& d = initializers_.at(gathered->second)->dims();
+      const auto* ids = complete_shape(other);
+      if (ids && ids->size() == 3 && sample(other) == std::optional<Shape>(xs)) return token_types(n, x, other, gathered->second);
       if (d[1] != xs.c || d[0] < xs.h) return false;
       table = gathered->second, rows = d[0];
     } else {
@@ -1453,6 +1455,24 @@ class Importer {
     l.num_embeddings = rows;
     counted_.insert(table);
     add(n, l, {x}, n.output(0), per_sample(n, n.output(0)));
+    return true;
+  }
+
+  // Add(x, Gather(table, constant ids of the input's shape)): BERT's token types, all zero. An
+  // embedding of the token input (as the zoo writes it) and an add.
+  bool token_types(const onnx::NodeProto& n, const std::string& x, const std::string& rows, const std::string& table) {
+    if (!token_input_) return false;
+    const auto& d = initializers_.at(table)->dims();
+    Layer e;
+    e.op = Op::Embedding;
+    e.num_embeddings = d[0];
+    e.embedding_dim = d[1];
+    counted_.insert(table);
+    std::string tmp = "\x01" + rows;  // an internal tensor name no ONNX file uses
+    add(*producer_.at(rows), e, {input_name_}, tmp, per_sample(n, x));
+    Layer l;
+    l.op = Op::Add;
+    add(n, l, {x, tmp}, n.output(0), per_sample(n, n.output(0)));
     return true;
   }
 
