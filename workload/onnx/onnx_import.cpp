@@ -1153,7 +1153,49 @@ class Importer {
       if (!default_domain(n) || absorbed_.count(&n) || !per_sample_tensor(n.output_size() ? n.output(0) : "")) continue;
       if (n.op_type() == "Softmax") find_attention(n);
       if (n.op_type() == "Erf" || n.op_type() == "Tanh") find_gelu(n);
+      if (n.op_type() == "ReduceMean") find_layernorm(n);
     }
+  }
+
+  // LayerNorm as torch exports it below opset 17, over the last axis: ReduceMean(x) -> Sub(x, mean) ->
+  // Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div(x - mean, ...) -> Mul(weight) -> Add(bias), each read
+  // only by the next (x - mean by Pow and Div): one layernorm, as LayerNormalization.
+  void find_layernorm(const onnx::NodeProto& r) {
+    auto next = [&](const onnx::NodeProto* p, const char* op) -> const onnx::NodeProto* {
+      auto rd = p ? readers(p->output(0)) : std::vector<const onnx::NodeProto*>{};
+      return rd.size() == 1 && rd[0]->op_type() == op && !is_graph_output(p->output(0)) ? rd[0] : nullptr;
+    };
+    const std::string& x = r.input(0);
+    const auto* xd = complete_shape(x);
+    auto last_axis = [&](const onnx::NodeProto* p) {
+      auto a = attr_ints(*p, "axes");
+      return xd && a.size() == 1 && (a[0] == -1 || a[0] == static_cast<int64_t>(xd->size()) - 1) && attr_int(*p, "keepdims", 1);
+    };
+    const onnx::NodeProto* sub = next(&r, "Sub");
+    if (!last_axis(&r) || !sub || sub->input(0) != x || sub->input(1) != r.output(0) || is_graph_output(sub->output(0))) return;
+    auto rd = readers(sub->output(0));
+    if (rd.size() != 2) return;
+    const onnx::NodeProto *pow = rd[rd[0]->op_type() != "Pow"], *div = rd[rd[0]->op_type() == "Pow"];
+    const onnx::NodeProto *var = next(pow, "ReduceMean"), *eps = next(var, "Add"), *sqrt = next(eps, "Sqrt"), *mul = next(div, "Mul"), *add = next(mul, "Add");
+    if (pow->op_type() != "Pow" || const_scalar(*pow, 1) != 2.0 || !var || !last_axis(var) || !sqrt || dynamic_inputs(*eps).size() != 1 ||
+        next(sqrt, "Div") != div || div->input(0) != sub->output(0) || !add)
+      return;
+    std::vector<std::string> affine;  // the weight and the bias: float initializers of C elements
+    for (const auto* p : {mul, add}) {
+      auto w = initializers_.find(canonical(p->input(per_sample_tensor(p->input(0)) ? 1 : 0)));
+      if (w == initializers_.end() || !is_float_type(w->second->data_type()) || w->second->dims_size() != 1 || w->second->dims(0) != xd->back()) return;
+      affine.push_back(w->first);
+    }
+    counted_.insert(affine.begin(), affine.end());
+    const onnx::NodeProto* nodes[] = {&r, sub, pow, var, eps, sqrt, div, mul, add};
+    absorbed_.insert(std::begin(nodes), std::end(nodes));
+    Fused f;
+    f.op = Op::LayerNorm;
+    f.inputs = {x};
+    f.output = add->output(0);
+    f.anchor = &r;
+    fused_[add] = f;
+    ++layernorms_;
   }
 
   // GELU as torch exports it below opset 20: x * 0.5 * (1 + Erf(x / sqrt 2)), and the tanh forms
@@ -1569,6 +1611,7 @@ class Importer {
     l.num_heads = p.heads;
     l.causal = p.causal;
     l.dropout_p = p.dropout;
+    l.bias = p.op == Op::LayerNorm;
     add(*p.anchor, l, p.inputs, p.output, per_sample(n, p.output), p.op == Op::Attention ? ":attention" : "");
   }
 
