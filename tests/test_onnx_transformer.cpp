@@ -87,13 +87,21 @@ struct AttentionStyle {
   bool band = false;          // an additive mask that is neither causal nor empty (refused)
   bool sdpa_scale = false;    // scaled_dot_product_attention's export: q and k^T each times sqrt(scale)
   bool drop_softmax_matmul = false;  // leave out the MatMul with v: a partial pattern
+  bool conv1d = false;        // c_attn and c_proj as HuggingFace's Conv1D: a Gemm over N*T rows
 };
+
+// HuggingFace's Conv1D: torch.addmm(bias, x.view(-1, in), weight).view(N, T, out).
+std::string conv1d(Writer& w, const std::string& x, const std::string& m, int64_t in, int64_t out, int64_t tokens) {
+  std::string rows = w.op("Reshape", {x, w.ints("/" + m + "/rows", {-1, in})}, "/" + m + "/Reshape");
+  std::string y = w.op("Gemm", {rows, w.weight(m + ".weight", {in, out}), w.weight(m + ".bias", {out})}, "/" + m + "/Gemm");
+  return w.op("Reshape", {y, w.ints("/" + m + "/back", {-1, tokens, out})}, "/" + m + "/Reshape_1");
+}
 
 // One attention block from x (N x T x C): the projections, the heads, the scores, the output projection.
 std::string attention(Writer& w, const std::string& x, const std::string& m, const AttentionStyle& s) {
   std::string q, k, v;
   if (s.fused_qkv) {
-    std::string qkv = w.linear(x, m + ".c_attn", kC, 3 * kC);
+    std::string qkv = s.conv1d ? conv1d(w, x, m + ".c_attn", kC, 3 * kC, kT) : w.linear(x, m + ".c_attn", kC, 3 * kC);
     onnx::NodeProto* split = w.node("Split", {qkv, w.ints(m + "/split", {kC, kC, kC})}, "/" + m + "/Split");
     auto* a = split->add_attribute();
     a->set_name("axis");
@@ -159,7 +167,7 @@ std::string attention(Writer& w, const std::string& x, const std::string& m, con
   if (s.drop_softmax_matmul) return w.op("Relu", {p}, "/" + m + "/Relu");
   std::string o = w.op("Transpose", {w.op("MatMul", {p, vh}, "/" + m + "/MatMul_1")}, "/" + m + "/Transpose_out", "perm", {0, 2, 1, 3});
   o = w.op("Reshape", {o, w.ints("/" + m + "/merge", {0, 0, kC})}, "/" + m + "/Reshape_out");
-  return w.linear(o, m + ".c_proj", kC, kC);
+  return s.conv1d ? conv1d(w, o, m + ".c_proj", kC, kC, kT) : w.linear(o, m + ".c_proj", kC, kC);
 }
 
 // GPT-2's gelu_new: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as torch exports it.
@@ -291,6 +299,22 @@ TEST_CASE("onnx transformer: a one-block GPT-2 imports as embedding, positions, 
   CHECK(prediction(w.path()) == prediction(json));
 }
 
+TEST_CASE("onnx transformer: HuggingFace's Conv1D, a Gemm over the N*T rows of x.view(-1, C), is a linear layer per token") {
+  AttentionStyle conv;
+  conv.conv1d = true;
+  Writer w("gpt2_conv1d", {1, kT}, onnx::TensorProto::INT64);
+  gpt2_block(w, conv);
+  for (int64_t b : {1, 2, 5}) {
+    INFO("batch " << b);
+    Graph g = load_model(w.write(), batch(b));
+    CHECK(layers_of(g, Op::Linear).at(0)->out == (Shape{3 * kC, kT, 1, false, true}));
+    CHECK(layers_of(g, Op::View).empty());
+    CHECK(layers_of(g, Op::Attention).size() == 1);
+  }
+  study_test::TempDir dir("onnx_gpt2_conv1d");
+  CHECK(prediction(w.path()) == prediction(dir.file("gpt2_block.json", kGpt2Json)));
+}
+
 TEST_CASE("onnx transformer: three projections, scaled_dot_product_attention's scaling and an untied head") {
   Writer w("gpt2_three", {1, kT}, onnx::TensorProto::INT64);
   gpt2_block(w, AttentionStyle{false, true, true}, /*tied=*/false);
@@ -410,18 +434,22 @@ TEST_CASE("onnx transformer: a partial attention pattern and a MatMul of two act
   CHECK(study_test::lines(r.err) == 1);
 }
 
-TEST_CASE("onnx transformer: LayerNorm decomposed (exports below opset 17) is costed operator by operator, its weight and bias counted") {
-  Writer w("ln_decomposed", {1, kT}, onnx::TensorProto::INT64);
-  std::string x = w.op("Gather", {w.weight("wte", {kVocab, kC}), "x"}, "/wte/Gather");
-  std::string mean = w.op("ReduceMean", {x}, "/ln/ReduceMean", "axes", {-1});
-  std::string d = w.op("Sub", {x, mean}, "/ln/Sub");
-  std::string var = w.op("ReduceMean", {w.op("Pow", {d, w.scalar("/ln/two", 2.0f)}, "/ln/Pow")}, "/ln/ReduceMean_1", "axes", {-1});
-  std::string std_ = w.op("Sqrt", {w.op("Add", {var, w.scalar("/ln/eps", 1e-5f)}, "/ln/Add")}, "/ln/Sqrt");
-  std::string y = w.op("Div", {d, std_}, "/ln/Div");
-  y = w.op("Add", {w.op("Mul", {y, w.weight("ln.weight", {kC})}, "/ln/Mul"), w.weight("ln.bias", {kC})}, "/ln/Add_1");
-  w.output(w.linear(y, "head", kC, kVocab, false));
-  Graph g = load_model(w.write(), batch(2));
-  CHECK(layers_of(g, Op::LayerNorm).empty());
-  CHECK(g.params() == kVocab * kC + 2 * kC + kC * kVocab);
-  CHECK(layers_of(g, Op::Linear).at(0)->in[0] == (Shape{kC, kT, 1, false, true}));
+TEST_CASE("onnx transformer: LayerNorm decomposed (exports below opset 17) is one layernorm, another such chain operator by operator") {
+  for (float power : {2.0f, 3.0f}) {  // x - mean squared is LayerNorm's variance; cubed it is not
+    INFO("power " << power);
+    Writer w("ln_decomposed", {1, kT}, onnx::TensorProto::INT64);
+    std::string x = w.op("Gather", {w.weight("wte", {kVocab, kC}), "x"}, "/wte/Gather");
+    std::string mean = w.op("ReduceMean", {x}, "/ln/ReduceMean", "axes", {-1});
+    std::string d = w.op("Sub", {x, mean}, "/ln/Sub");
+    std::string var = w.op("ReduceMean", {w.op("Pow", {d, w.scalar("/ln/two", power)}, "/ln/Pow")}, "/ln/ReduceMean_1", "axes", {-1});
+    std::string std_ = w.op("Sqrt", {w.op("Add", {var, w.scalar("/ln/eps", 1e-5f)}, "/ln/Add")}, "/ln/Sqrt");
+    std::string y = w.op("Div", {d, std_}, "/ln/Div");
+    y = w.op("Add", {w.op("Mul", {y, w.weight("ln.weight", {kC})}, "/ln/Mul"), w.weight("ln.bias", {kC})}, "/ln/Add_1");
+    w.output(w.linear(y, "head", kC, kVocab, false));
+    Graph g = load_model(w.write(), batch(2));
+    CHECK(layers_of(g, Op::LayerNorm).size() == (power == 2 ? 1u : 0u));
+    CHECK(g.layers.size() == (power == 2 ? 4u : 12u));  // embedding, layernorm (or 9 operators), linear, loss
+    CHECK(g.params() == kVocab * kC + 2 * kC + kC * kVocab);
+    CHECK(layers_of(g, Op::Linear).at(0)->in[0] == (Shape{kC, kT, 1, false, true}));
+  }
 }

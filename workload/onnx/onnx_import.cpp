@@ -532,27 +532,75 @@ class Importer {
     return it->second.dims;
   }
 
+  // Where the batch is in a tensor of dimensions d: the axis that grows with it, and how many of that
+  // axis's entries each sample has (T for the [T*N, C] rows of a sequence, heads for attention's
+  // [N*heads, T, d]); none if no axis, or several, grow with it. The first axis when it holds the batch;
+  // otherwise (nn.MultiheadAttention's T x N x C, HuggingFace's Conv1D on N*T rows) the shapes are
+  // inferred again, once, for one sample more, and compared.
+  std::optional<std::pair<size_t, int64_t>> batch_axis(const std::string& t, const std::vector<int64_t>& d) {
+    if (!d.empty() && d[0] == opt_.batch) return std::make_pair(size_t{0}, int64_t{1});
+    if (!probe_) {
+      ModelLoadOptions o = opt_;
+      o.batch = opt_.batch + 1;
+      Importer p(path_, o);
+      try {
+        p.read(), p.prepare_inputs(), p.infer();
+      } catch (const std::exception&) {  // no second shape for any tensor: the batch stays unplaced
+      }
+      probe_ = std::move(p.shapes_);
+    }
+    auto it = probe_->find(t);
+    if (it == probe_->end() || it->second.dims.size() != d.size()) return std::nullopt;
+    std::optional<std::pair<size_t, int64_t>> r;
+    for (size_t i = 0; i < d.size(); ++i) {
+      int64_t grow = it->second.dims[i] - d[i];
+      if (grow == 0) continue;
+      if (r || grow < 0 || d[i] != grow * opt_.batch) return std::nullopt;
+      r = std::make_pair(i, grow);
+    }
+    return r;
+  }
+
   // One sample's shape of an activation tensor [N, ...]: N x C x H x W -> C x H x W, N x F -> F,
   // N x T x C -> a sequence of T tokens of C features (the N x T token ids: T tokens of one id).
-  // Other ranks keep their element count: [N, A, B, H, W] -> A*B x H x W.
+  // Other ranks keep their element count: [N, A, B, H, W] -> A*B x H x W. The batch elsewhere
+  // (batch_axis) leaves the same per-sample dimensions: T x N x C and [N*T, C] are T tokens of C.
   Shape per_sample(const onnx::NodeProto& n, const std::string& tensor) {
     const auto& d = dims(n, tensor);
     if (d.empty()) fail_at(n, "tensor '" + tensor + "' is a scalar: dtsim needs the batch as its first dimension");
-    if (d[0] != opt_.batch)
+    auto b = batch_axis(tensor, d);
+    if (!b)
       fail_at(n, "tensor '" + tensor + "' " + dims_str(d) + " has " + std::to_string(d[0]) + " in the batch dimension, expected the batch size " +
                      std::to_string(opt_.batch) + ": the export fixed the batch (a reshape to a constant shape?); re-export with x.flatten(1) or x.view(x.size(0), -1)");
     int64_t total = 1;
-    for (size_t i = 1; i < d.size(); ++i) {
-      if (d[i] > kMaxDim) fail_at(n, "tensor '" + tensor + "' dimension " + std::to_string(d[i]) + " is too large");
-      total *= d[i];
+    for (int64_t x : sample_dims(d, *b)) {
+      if (x > kMaxDim) fail_at(n, "tensor '" + tensor + "' dimension " + std::to_string(x) + " is too large");
+      total *= x;
       if (total > kMaxElements) fail_at(n, "tensor '" + tensor + "' has more than 2^40 elements per sample");
     }
     if (token_input_ && tensor == input_name_) return Shape{1, d[1], 1, false, true};
-    switch (d.size()) {
-      case 1: return Shape{1, 1, 1, true};
-      case 2: return Shape{d[1], 1, 1, true};
-      case 3: return Shape{d[2], d[1], 1, false, true};
-      default: return Shape{total / (d[d.size() - 2] * d.back()), d[d.size() - 2], d.back(), false};
+    return to_shape(sample_dims(d, *b));
+  }
+
+  // The per-sample shape of a tensor whose dimensions ONNX inferred and whose batch axis is known.
+  std::optional<Shape> sample(const std::string& t) {
+    const auto* d = complete_shape(t);
+    auto b = d && !d->empty() ? batch_axis(t, *d) : std::nullopt;
+    return b ? std::optional<Shape>(to_shape(sample_dims(*d, *b))) : std::nullopt;
+  }
+  static std::vector<int64_t> sample_dims(std::vector<int64_t> d, std::pair<size_t, int64_t> batch) {
+    d.erase(d.begin() + static_cast<std::ptrdiff_t>(batch.first));
+    if (batch.second > 1) d.insert(d.begin() + static_cast<std::ptrdiff_t>(batch.first), batch.second);
+    return d;
+  }
+  static Shape to_shape(const std::vector<int64_t>& p) {
+    int64_t total = 1;
+    for (int64_t x : p) total *= x;
+    switch (p.size()) {
+      case 0: return Shape{1, 1, 1, true};
+      case 1: return Shape{p[0], 1, 1, true};
+      case 2: return Shape{p[1], p[0], 1, false, true};
+      default: return Shape{total / (p[p.size() - 2] * p.back()), p[p.size() - 2], p.back(), false};
     }
   }
 
@@ -1010,7 +1058,9 @@ class Importer {
     l.dropout_p = ratio ? *ratio : 0.5;
     if (l.dropout_p < 0 || l.dropout_p > 1) fail_at(n, "ratio must be in [0, 1]");
     (void)acts;
-    add(n, l, {x}, n.output(0), per_sample(n, x));
+    // p = 0 (ViT's dropouts): PyTorch returns the input, no kernel.
+    if (l.dropout_p == 0) alias(n.output(0), x);
+    else add(n, l, {x}, n.output(0), per_sample(n, x));
     for (int o = 1; o < n.output_size(); ++o) values_[n.output(o)] = Value{false, -1};  // the mask
     ++dropouts_;
   }
@@ -1056,7 +1106,14 @@ class Importer {
       add(n, l, {map->second}, n.output(0), per_sample(n, n.output(0)));
       return;
     }
-    if (perm.empty() || perm[0] != 0) fail_at(n, "moves the batch dimension (perm " + dims_str(perm) + "): dtsim keeps samples independent");
+    // Only the batch moves (x.transpose(0, 1) of N x T x C, nn.MultiheadAttention's batch_first): each
+    // sample's data keeps its order, a view. (PyTorch copies it where a GEMM needs it contiguous.)
+    const auto& d = dims(n, n.input(0));
+    auto b = batch_axis(n.input(0), d);
+    std::vector<int64_t> rest;
+    for (int64_t p : perm)
+      if (b && p != static_cast<int64_t>(b->first)) rest.push_back(p);
+    if (b && b->second == 1 && perm.size() == d.size() && std::is_sorted(rest.begin(), rest.end())) return view(n, n.input(0), n.output(0));
     eltwise(n, acts);  // PyTorch's transpose is a view, but the .contiguous() that follows copies
   }
 
@@ -1096,7 +1153,49 @@ class Importer {
       if (!default_domain(n) || absorbed_.count(&n) || !per_sample_tensor(n.output_size() ? n.output(0) : "")) continue;
       if (n.op_type() == "Softmax") find_attention(n);
       if (n.op_type() == "Erf" || n.op_type() == "Tanh") find_gelu(n);
+      if (n.op_type() == "ReduceMean") find_layernorm(n);
     }
+  }
+
+  // LayerNorm as torch exports it below opset 17, over the last axis: ReduceMean(x) -> Sub(x, mean) ->
+  // Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div(x - mean, ...) -> Mul(weight) -> Add(bias), each read
+  // only by the next (x - mean by Pow and Div): one layernorm, as LayerNormalization.
+  void find_layernorm(const onnx::NodeProto& r) {
+    auto next = [&](const onnx::NodeProto* p, const char* op) -> const onnx::NodeProto* {
+      auto rd = p ? readers(p->output(0)) : std::vector<const onnx::NodeProto*>{};
+      return rd.size() == 1 && rd[0]->op_type() == op && !is_graph_output(p->output(0)) ? rd[0] : nullptr;
+    };
+    const std::string& x = r.input(0);
+    const auto* xd = complete_shape(x);
+    auto last_axis = [&](const onnx::NodeProto* p) {
+      auto a = attr_ints(*p, "axes");
+      return xd && a.size() == 1 && (a[0] == -1 || a[0] == static_cast<int64_t>(xd->size()) - 1) && attr_int(*p, "keepdims", 1);
+    };
+    const onnx::NodeProto* sub = next(&r, "Sub");
+    if (!last_axis(&r) || !sub || sub->input(0) != x || sub->input(1) != r.output(0) || is_graph_output(sub->output(0))) return;
+    auto rd = readers(sub->output(0));
+    if (rd.size() != 2) return;
+    const onnx::NodeProto *pow = rd[rd[0]->op_type() != "Pow"], *div = rd[rd[0]->op_type() == "Pow"];
+    const onnx::NodeProto *var = next(pow, "ReduceMean"), *eps = next(var, "Add"), *sqrt = next(eps, "Sqrt"), *mul = next(div, "Mul"), *add = next(mul, "Add");
+    if (pow->op_type() != "Pow" || const_scalar(*pow, 1) != 2.0 || !var || !last_axis(var) || !sqrt || dynamic_inputs(*eps).size() != 1 ||
+        next(sqrt, "Div") != div || div->input(0) != sub->output(0) || !add)
+      return;
+    std::vector<std::string> affine;  // the weight and the bias: float initializers of C elements
+    for (const auto* p : {mul, add}) {
+      auto w = initializers_.find(canonical(p->input(per_sample_tensor(p->input(0)) ? 1 : 0)));
+      if (w == initializers_.end() || !is_float_type(w->second->data_type()) || w->second->dims_size() != 1 || w->second->dims(0) != xd->back()) return;
+      affine.push_back(w->first);
+    }
+    counted_.insert(affine.begin(), affine.end());
+    const onnx::NodeProto* nodes[] = {&r, sub, pow, var, eps, sqrt, div, mul, add};
+    absorbed_.insert(std::begin(nodes), std::end(nodes));
+    Fused f;
+    f.op = Op::LayerNorm;
+    f.inputs = {x};
+    f.output = add->output(0);
+    f.anchor = &r;
+    fused_[add] = f;
+    ++layernorms_;
   }
 
   // GELU as torch exports it below opset 20: x * 0.5 * (1 + Erf(x / sqrt 2)), and the tanh forms
@@ -1299,24 +1398,22 @@ class Importer {
     std::string q = heads_source(qk->input(0), nodes), k = heads_source(qk->input(1), nodes), v = heads_source(pv->input(1), nodes);
     const auto* qd = complete_shape(q);
     const auto* hd = complete_shape(qk->input(0));
-    if (!qd || !hd || qd->size() != 3 || (*qd)[0] != opt_.batch)
+    auto qs = sample(q);
+    if (!qs || !hd || !qs->seq)
       partial_attention(*qk, "q '" + qk->input(0) + "' does not come from an N x T x C tensor by Reshape, Transpose, Split or Slice (it starts at '" + q + "'" +
                                  (qd ? " " + dims_str(*qd) : " of unknown shape") + ")");
     bool fused_qkv = q == k && k == v;
     if (!fused_qkv && (q == k || k == v || q == v)) partial_attention(*qk, "q, k and v come from " + q + ", " + k + " and " + v + ": one fused projection or three are supported");
-    int64_t tokens = (*qd)[1], width = fused_qkv ? (*qd)[2] / 3 : (*qd)[2], head_dim = hd->back();
-    for (const auto& t : {k, v}) {
-      const auto* d = complete_shape(t);
-      if (!d || *d != *qd) partial_attention(*pv, "k or v '" + t + "' is not an N x T x C tensor like q's " + dims_str(*qd));
-    }
+    int64_t tokens = qs->h, width = fused_qkv ? qs->c / 3 : qs->c, head_dim = hd->back();
+    for (const auto& t : {k, v})
+      if (!(sample(t) == qs)) partial_attention(*pv, "k or v '" + t + "' is not an N x T x C tensor like q's " + dims_str(*qd));
     if (head_dim <= 0 || width % head_dim) partial_attention(*qk, "heads of " + std::to_string(head_dim) + " do not divide the width " + std::to_string(width));
     f.heads = width / head_dim;
     // Back to N x T x C: Transpose and Reshape.
     std::string out = pv->output(0);
     const onnx::NodeProto* last = pv;
     for (;;) {
-      const auto* d = complete_shape(out);
-      if (d && *d == std::vector<int64_t>{opt_.batch, tokens, width}) break;
+      if (sample(out) == std::optional<Shape>(Shape{width, tokens, 1, false, true})) break;
       auto r = readers(out);
       static const std::set<std::string> back = {"Transpose", "Reshape", "Flatten", "Identity", "Cast"};
       if (r.size() != 1 || !back.count(r[0]->op_type()) || r[0]->input(0) != out || is_graph_output(out))
@@ -1383,6 +1480,8 @@ class Importer {
     auto gathered = position_table_.find(other);
     if (gathered != position_table_.end()) {
       const auto& d = initializers_.at(gathered->second)->dims();
+      const auto* ids = complete_shape(other);
+      if (ids && ids->size() == 3 && sample(other) == std::optional<Shape>(xs)) return token_types(n, x, other, gathered->second);
       if (d[1] != xs.c || d[0] < xs.h) return false;
       table = gathered->second, rows = d[0];
     } else {
@@ -1398,6 +1497,24 @@ class Importer {
     l.num_embeddings = rows;
     counted_.insert(table);
     add(n, l, {x}, n.output(0), per_sample(n, n.output(0)));
+    return true;
+  }
+
+  // Add(x, Gather(table, constant ids of the input's shape)): BERT's token types, all zero. An
+  // embedding of the token input (as the zoo writes it) and an add.
+  bool token_types(const onnx::NodeProto& n, const std::string& x, const std::string& rows, const std::string& table) {
+    if (!token_input_) return false;
+    const auto& d = initializers_.at(table)->dims();
+    Layer e;
+    e.op = Op::Embedding;
+    e.num_embeddings = d[0];
+    e.embedding_dim = d[1];
+    counted_.insert(table);
+    std::string tmp = "\x01" + rows;  // an internal tensor name no ONNX file uses
+    add(*producer_.at(rows), e, {input_name_}, tmp, per_sample(n, x));
+    Layer l;
+    l.op = Op::Add;
+    add(n, l, {x, tmp}, n.output(0), per_sample(n, n.output(0)));
     return true;
   }
 
@@ -1494,6 +1611,7 @@ class Importer {
     l.num_heads = p.heads;
     l.causal = p.causal;
     l.dropout_p = p.dropout;
+    l.bias = p.op == Op::LayerNorm;
     add(*p.anchor, l, p.inputs, p.output, per_sample(n, p.output), p.op == Op::Attention ? ":attention" : "");
   }
 
@@ -1622,6 +1740,7 @@ class Importer {
   ModelLoadOptions opt_;
   onnx::ModelProto model_, prepared_;
   std::optional<std::string> reason_;
+  std::optional<std::unordered_map<std::string, TensorInfo>> probe_;  // shapes for one sample more (batch_axis)
   int64_t opset_ = 0;
   int max_opset_ = 0;
   std::string input_name_;
