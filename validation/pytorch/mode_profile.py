@@ -23,9 +23,10 @@ import torch.distributed as dist  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
 from ddp_reference import INPUT, build_step  # noqa: E402  (this folder is on sys.path when run as a script)
+import transformer_models  # noqa: E402
 
 
-def profile_config(dev, model_name, batch, prec, fmt, optimizer, execution, iters, out_dir):
+def profile_config(dev, model_name, batch, prec, fmt, optimizer, execution, iters, out_dir, seq_len=None):
     torch.manual_seed(0)
     size = INPUT.get(model_name, 224)
     cl = fmt == "channels_last"
@@ -35,6 +36,13 @@ def profile_config(dev, model_name, batch, prec, fmt, optimizer, execution, iter
     if cl:
         x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 1000, (batch,), device=dev)
+    loss_of = torch.nn.functional.cross_entropy
+    if model_name in transformer_models.LANGUAGE_MODELS:  # token ids in, the loss over every token
+        vocab = transformer_models.vocabulary(model_name)
+        seq_len = seq_len or transformer_models.context(model_name)
+        x = torch.randint(0, vocab, (batch, seq_len), device=dev)
+        y = torch.randint(0, vocab, (batch, seq_len), device=dev)
+        loss_of = lambda out, t: torch.nn.functional.cross_entropy(out.view(-1, vocab), t.view(-1))  # noqa: E731
     sixteen = prec in ("bf16", "fp16")
     scaler = torch.amp.GradScaler("cuda", enabled=prec == "fp16")
     dtype = torch.float16 if prec == "fp16" else torch.bfloat16
@@ -42,7 +50,7 @@ def profile_config(dev, model_name, batch, prec, fmt, optimizer, execution, iter
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=dtype, enabled=sixteen):
-            loss = torch.nn.functional.cross_entropy(step_model(x), y)
+            loss = loss_of(step_model(x), y)
         scaler.scale(loss).backward()
         with record_function("optimizer_step"):
             scaler.step(opt)
@@ -76,7 +84,7 @@ def profile_config(dev, model_name, batch, prec, fmt, optimizer, execution, iter
     gpu.sort()
     n_per_iter = len(gpu) // iters if iters else 0
     last = gpu[-n_per_iter:] if n_per_iter else []
-    name = f"{model_name}_b{batch}_{prec}_{fmt}_{optimizer}_{execution}.txt"
+    name = f"{model_name}_b{batch}{'_t%d' % seq_len if seq_len else ''}_{prec}_{fmt}_{optimizer}_{execution}.txt"
     with open(os.path.join(out_dir, name), "w") as f:
         f.write(f"# {model_name} b{batch} {prec} {fmt} {optimizer} {execution}, 1 GPU DDP, torch {torch.__version__}, "
                 f"cudnn {torch.backends.cudnn.version()}, {torch.cuda.get_device_name(0)}; cudnn.benchmark on\n")
@@ -102,7 +110,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--configs", required=True,
-                    help="space-separated model:batch:precision:format:optimizer:execution")
+                    help="space-separated model:batch:precision:format:optimizer:execution[:seq_len]")
     ap.add_argument("--iters", type=int, default=3)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -113,9 +121,9 @@ def main():
     torch.backends.cudnn.benchmark = True
     dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
     for c in a.configs.split():
-        m, b, p, fmt, o, ex = c.split(":")
+        m, b, p, fmt, o, ex, *t = c.split(":")
         try:
-            profile_config(dev, m, int(b), p, fmt, o, ex, a.iters, a.out)
+            profile_config(dev, m, int(b), p, fmt, o, ex, a.iters, a.out, int(t[0]) if t else None)
         except Exception as e:  # one failing configuration must not cost the others
             print(f"{c}: failed: {type(e).__name__}: {e}", flush=True)
     dist.destroy_process_group()
