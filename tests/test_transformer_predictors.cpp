@@ -58,7 +58,7 @@ std::string row(const KernelDesc& k, const std::string& extra = "") {
 std::string header(KernelKind kind, bool backend = false) {
   std::string h = "kind,pass,math_mode,dtype";
   for (const char* f : kernel_shape_fields(kind)) h += std::string(",") + f;
-  return h + ",impl,time_median_s,time_min_s,time_spread_s,repeats,source,time_graph_s,graph_calls,split" + (backend ? ",backend" : "") + "\n";
+  return h + ",impl,time_median_s,time_min_s,time_spread_s,repeats,source,time_graph_s,graph_calls,split" + (backend ? ",backend,dropout_p" : "") + "\n";
 }
 
 // The shapes of each kind's synthetic file: about 50 per predictor, around GPT-2's and BERT's.
@@ -69,7 +69,10 @@ std::vector<KernelDesc> attention_kernels() {
       for (int64_t n : {1, 2, 4, 8})
         for (int64_t heads : {8, 12, 16})
           for (int64_t t : {128, 256, 512, 1024})
-            ks.push_back(kernel(KernelKind::Attention, p, m, {n, heads, t, t == 512 ? 128 : 64, (n + heads + t / 128) % 2}));
+            for (const char* variant : {"", "dropout"}) {  // dropout inside the kernel: its own predictor
+              ks.push_back(kernel(KernelKind::Attention, p, m, {n, heads, t, t == 512 ? 128 : 64, (n + heads + t / 128) % 2}));
+              ks.back().variant = variant;
+            }
   return ks;
 }
 
@@ -99,7 +102,8 @@ void write_synthetic_data(const std::string& dir) {
   {
     std::ofstream f(dir + "/attention.csv");
     f << header(KernelKind::Attention, true);
-    for (const auto& k : attention_kernels()) f << row(k, k.math == MathMode::BF16 ? ",flash" : ",efficient");
+    for (const auto& k : attention_kernels())
+      f << row(k, std::string(k.math == MathMode::BF16 ? ",flash" : ",efficient") + (*k.variant ? ",0.1" : ",0"));
   }
   {
     std::ofstream f(dir + "/layernorm.csv");
@@ -137,7 +141,9 @@ TEST_CASE("datasets: layernorm, attention and embedding rows become the kernels 
     std::sort(k.begin(), k.end());
     return k;
   };
-  CHECK(keys(att) == std::vector<std::string>{"attention/bwd/bf16", "attention/bwd/fp32", "attention/fwd/bf16", "attention/fwd/fp32"});
+  CHECK(keys(att) == std::vector<std::string>{"attention/bwd/bf16", "attention/bwd/bf16/dropout", "attention/bwd/fp32",
+                                              "attention/bwd/fp32/dropout", "attention/fwd/bf16", "attention/fwd/bf16/dropout",
+                                              "attention/fwd/fp32", "attention/fwd/fp32/dropout"});
   // The layernorm file's math_mode is the tensors' dtype: bf16 rows are BF16 kernels with their own key.
   CHECK(keys(ln) == std::vector<std::string>{"layernorm/bwd/bf16", "layernorm/bwd/fp32", "layernorm/fwd/bf16", "layernorm/fwd/fp32"});
   CHECK(keys(emb) == std::vector<std::string>{"embedding/bwd/fp32", "embedding/fwd/fp32"});
@@ -152,7 +158,7 @@ TEST_CASE("datasets: layernorm, attention and embedding rows become the kernels 
   REQUIRE(a);
   REQUIRE(l);
   REQUIRE(e);
-  const std::string file = dir.file("gpt2.csv", header(KernelKind::Attention, true) + row(*a, ",flash"));
+  const std::string file = dir.file("gpt2.csv", header(KernelKind::Attention, true) + row(*a, ",flash,0.1"));
   dir.file("gpt2_ln.csv", header(KernelKind::LayerNorm) + row(*l));
   dir.file("gpt2_emb.csv", header(KernelKind::Embedding) + row(*e));
   for (const auto& [name, want] : {std::pair<std::string, const KernelDesc*>{"gpt2.csv", a}, {"gpt2_ln.csv", l}, {"gpt2_emb.csv", e}}) {
@@ -166,21 +172,21 @@ TEST_CASE("datasets: layernorm, attention and embedding rows become the kernels 
     CHECK(got[0].key == predictor_key(*want));
     CHECK(got[0].time_s == Approx(synthetic_s(*want)).epsilon(1e-5));
   }
-  CHECK(predictor_key(*a) == "attention/fwd/bf16");
+  CHECK(predictor_key(*a) == "attention/fwd/bf16/dropout");  // GPT-2's attention dropout, 0.1
   CHECK(predictor_key(*l) == "layernorm/fwd/fp32");  // autocast runs layer_norm in FP32
 }
 
 TEST_CASE("datasets: malformed transformer rows are input errors naming file, line and field") {
   study_test::TempDir dir("tfpred_bad");
   const KernelDesc good = kernel(KernelKind::Attention, Pass::Fwd, MathMode::BF16, {2, 12, 256, 64, 1});
-  std::string causal2 = row(good, ",flash");
+  std::string causal2 = row(good, ",flash,0");
   causal2.replace(causal2.find(",256,64,1,"), 10, ",256,64,2,");
-  const std::string bad_causal = dir.file("attention.csv", header(KernelKind::Attention, true) + row(good, ",flash") + causal2);
+  const std::string bad_causal = dir.file("attention.csv", header(KernelKind::Attention, true) + row(good, ",flash,0") + causal2);
   CHECK_THROWS_WITH(read_kernel_csv(bad_causal), Catch::Contains(bad_causal + ":3, column causal") && Catch::Contains("must be 0 or 1"));
   // A file without a shape column: the first row names it.
   std::string no_head_dim = header(KernelKind::Attention, true);
   no_head_dim.replace(no_head_dim.find(",head_dim"), 9, "");
-  std::string r = row(good, ",flash");
+  std::string r = row(good, ",flash,0");
   r.replace(r.find(",64,1,"), 6, ",1,");
   const std::string missing = dir.file("missing.csv", no_head_dim + r);
   CHECK_THROWS_WITH(read_kernel_csv(missing), Catch::Contains(missing + ":2") && Catch::Contains("no column 'head_dim'"));
@@ -337,7 +343,7 @@ TEST_CASE("train-predictors: synthetic layernorm, attention and embedding data t
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   const PredictorSet set = load_predictors(out);
-  CHECK(set.by_key.size() == 10);
+  CHECK(set.by_key.size() == 14);
   for (const auto& [key, m] : set.by_key) {
     INFO(key);
     CHECK(m.feature_names == feature_names(*parse_kind(key.substr(0, key.find('/')))));
