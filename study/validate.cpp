@@ -270,7 +270,7 @@ MeasuredRun parse_measured_run(const Json& doc, const std::string& what) {
   accept(o, {"source", "model_file", "torchvision_model", "nodes", "gpus_per_node", "precision_detail", "optimizer", "conv_api",
              "conv_algorithm_selection", "layout", "iterations", "iteration_timing", "throughput_samples_per_s", "breakdown_s",
              "layers_note", "allreduces", "checks", "autotune", "setup_s", "config_wall_s", "warmup_wall_s", "dataset",
-             "configs_before_in_process", "host_sync_every_step", "host_probe_us"});
+             "configs_before_in_process", "host_sync_every_step", "host_probe_us", "model_source", "throughput_tokens_per_s"});
   o.reject_unknown();
   return r;
 }
