@@ -101,19 +101,29 @@ def channels_last_factors(a):
     --memory-format channels_last: batchnorm, residual add and gradient accumulation, bias, pooling,
     activations) over dtsim's prediction of the same kernels (the harness's NCHW measurements), summed
     per key over the shapes dtsim prices at --min-time-s or more. NHWC convolutions have measured
-    predictors of their own (conv2d/<pass>/<math>/nhwc) and take no factor."""
-    a.op_times = a.channels_last_op_times
-    factors, shapes = {}, {}
-    for key, (torch_s, dtsim_s, n) in sorted(op_time_sums(a).items()):
-        if n >= a.min_shapes:
-            factors[key] = round(torch_s / dtsim_s, 3)
-            shapes[key] = n
-    note = (f"{a.op_times}: PyTorch's kernels on channels_last tensors timed alone on the validated models' shapes over "
-            f"dtsim's prediction of the same kernels on {a.gpu} (the harness's NCHW measurements; predicted at least "
-            f"{a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes} shapes; "
+    predictors of their own (conv2d/<pass>/<math>/nhwc) and take no factor.
+
+    Several CSVs may be given (comma-separated). fp16 rows count for batchnorm only: dtsim keys every
+    other fp16 kernel as bf16 (compute/kernel_key.cpp), while PyTorch runs fp16 batchnorm with other
+    kernels than bf16's (sim/schedule.cpp framework_kernel_key: batchnorm/<pass>/fp16). Keys computed
+    here replace the same keys of the profile; the others (torch.compile's inductor_* factors) stay."""
+    factors, shapes, notes = {}, {}, []
+    for path in a.channels_last_op_times.split(","):
+        a.op_times = path
+        for key, (torch_s, dtsim_s, n) in sorted(op_time_sums(a).items()):
+            if "/fp16" in key and not key.startswith("batchnorm/"):
+                continue
+            if n >= a.min_shapes:
+                factors[key] = round(torch_s / dtsim_s, 3)
+                shapes[key] = n
+    with open(a.profile) as f:
+        kept = {k: v for k, v in json.load(f).get("channels_last_kernel_time_factors", {}).items() if k not in factors}
+    note = (f"{a.channels_last_op_times}: PyTorch's kernels on channels_last tensors timed alone on the validated models' "
+            f"shapes over dtsim's prediction of the same kernels on {a.gpu} (the harness's NCHW measurements; predicted at "
+            f"least {a.min_time_s * 1e6:.0f} us, keys with at least {a.min_shapes} shapes; fp16 rows for batchnorm only; "
             f"validation/scripts/framework_kernel_factors.py --channels-last-op-times); shapes per key: {shapes}")
-    set_profile_field(a.profile, "channels_last_kernel_time_factors", factors, note)
-    for key, v in factors.items():
+    set_profile_field(a.profile, "channels_last_kernel_time_factors", dict(sorted({**kept, **factors}.items())), note)
+    for key, v in sorted(factors.items()):
         print(f"{key:28s} {v:6.3f}  ({shapes[key]} shapes)")
 
 
