@@ -96,6 +96,8 @@ class PlanCommand : public Command {
     c->get_option("--algo")->description("All-reduce algorithms, comma-separated: " + join_names(collective_algorithm_names()));
     c->get_option("--strategy")->description("Training strategies, comma-separated: " + join_names(strategy_names()));
     add_allow_unknown_ops(c, flags_.allow_unknown_ops);
+    // A language model's sample is a sequence: --dataset-size counts sequences of --seq-len tokens.
+    add_seq_len(c, seq_len_);
     app_ = c;
     return c;
   }
@@ -104,6 +106,7 @@ class PlanCommand : public Command {
     PlanSpec s;
     s.model = model_;
     s.allow_unknown_ops = flags_.allow_unknown_ops;
+    s.seq_len = seq_len_;
     s.clusters = names("--cluster", flags_.cluster);
     s.precisions = names("--precision", flags_.precision);
     s.strategies = names("--strategy", flags_.strategy);
@@ -253,7 +256,7 @@ class PlanCommand : public Command {
   TrainingFlags flags_;
   WhatIfFlags whatif_;
   std::string model_, gpus_ = "1", batches_, buckets_, plot_, objective_ = "time";
-  int64_t cluster_nodes_ = 0, dataset_size_ = 0, max_global_batch_ = 0, top_ = 10, threads_ = 0;
+  int64_t cluster_nodes_ = 0, dataset_size_ = 0, max_global_batch_ = 0, top_ = 10, threads_ = 0, seq_len_ = 0;
   double epochs_ = 0, price_ = 0, deadline_h_ = 0, budget_ = 0;
 };
 

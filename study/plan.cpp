@@ -277,6 +277,7 @@ std::vector<Graph> load_graphs(const PlanSpec& s) {
     ModelLoadOptions options;
     options.batch = b;
     options.allow_unknown_ops = s.allow_unknown_ops;
+    options.seq_len = s.seq_len;
     graphs.push_back(load_model(s.model, options));
   }
   return graphs;

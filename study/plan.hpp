@@ -33,6 +33,7 @@ namespace dtsim {
 struct PlanSpec {
   std::string model;                          // zoo name, model JSON or ONNX file
   bool allow_unknown_ops = false;
+  int64_t seq_len = 0;                        // language models: tokens per sequence (0: the model's context)
   std::vector<std::string> clusters{"h100-sxm"};  // presets or files
   std::optional<int64_t> cluster_nodes;       // every cluster's node count, if given
   std::string framework = "pytorch";

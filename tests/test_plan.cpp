@@ -1,3 +1,4 @@
+#include <algorithm>
 // dtsim plan (study/plan.hpp, docs/plan.md): what it reports is what predict says; what it skips is
 // counted; the outcome does not depend on the thread count; bad input exits 2 with one line.
 #include <catch2/catch.hpp>
@@ -246,6 +247,25 @@ TEST_CASE("dtsim plan: JSON keys, and the fastest and cheapest are what dtsim pr
   const auto table = run_dtsim("plan " + common + " --cluster h100-sxm --gpus 1..8 --batch-per-gpu 64");
   REQUIRE(table.code == 0);
   CHECK(table.out.find("Pareto front") != std::string::npos);
+}
+
+TEST_CASE("dtsim plan --seq-len: a language model's configurations at that sequence length, as predict prices them", "[plan][cli]") {
+  const std::string common = "--model gpt2_small --dataset-size 100000 --epochs 1 --cluster h100-sxm --gpus 8 --batch-per-gpu 8 --precision bf16";
+  const auto shortseq = run_dtsim("plan " + common + " --seq-len 256 --format json");
+  const auto full = run_dtsim("plan " + common + " --format json");
+  REQUIRE(shortseq.code == 0);
+  REQUIRE(full.code == 0);
+  const double t256 = Json::parse(shortseq.out)["fastest"]["iteration_s"].get<double>();
+  const double t1024 = Json::parse(full.out)["fastest"]["iteration_s"].get<double>();
+  CHECK(t256 < t1024);  // a quarter of the tokens per step
+  const auto p = run_dtsim("predict --model gpt2_small --cluster h100-sxm --gpus 8 --batch-per-gpu 8 --precision bf16 --seq-len 256 --format json");
+  REQUIRE(p.code == 0);
+  CHECK(Json::parse(p.out)["iteration_s"].get<double>() == t256);
+  // An image model has no sequence length to set: exit 2, one line naming the flag.
+  const auto bad = run_dtsim("plan --model resnet18 --dataset-size 1000 --epochs 1 --cluster h100-sxm --batch-per-gpu 32 --seq-len 128");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--seq-len") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }
 
 TEST_CASE("dtsim plan: bad input exits 2 with one line naming the flag", "[plan][cli]") {
