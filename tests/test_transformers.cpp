@@ -451,3 +451,23 @@ TEST_CASE("transformers: a CNN's autocast lowering has no FP32 activations (unch
   CHECK(k.forward.size() + k.backward.size() + k.update.size() == 243);
   CHECK(total_bytes(k) == Approx(3267756736.0).epsilon(1e-12));  // the lowering's before the dtype flow
 }
+
+TEST_CASE("transformers: nn.MultiheadAttention's layout copies on vit_b_16 only") {
+  const Graph vit = load_model("vit_b_16");
+  const int li = index_of(vit, "encoder.layers.encoder_layer_0.self_attention.sdpa");
+  CHECK(vit.layers[li].mha_layout);
+  const auto ks = kernels_of(lower_iteration(vit, 2, Precision::BF16), li);
+  for (const char* v : {"mha_input_transpose", "mha_qkv_contiguous", "mha_output_permute"}) {
+    CHECK(count_variant(ks, Pass::Fwd, v) == 1);
+    CHECK(count_variant(ks, Pass::Bwd, v) == 1);
+  }
+  const double el = 2.0 * 197 * 768;
+  for (const auto& d : ks) {
+    if (std::string(d.variant) == "mha_qkv_contiguous") CHECK(d.bytes == Approx(2 * 3 * el * 2));
+    if (std::string(d.variant) == "mha_input_transpose") CHECK(d.bytes == Approx(2 * el * 2));
+  }
+  const Graph gpt = load_model("gpt2_small");
+  const IterationKernels gk = lower_iteration(gpt, 2, Precision::BF16);
+  for (const auto* list : {&gk.forward, &gk.backward})
+    for (const auto& d : *list) CHECK(std::string(d.variant).rfind("mha_", 0) == std::string::npos);
+}

@@ -455,7 +455,22 @@ struct Lowering {
         const int64_t heads = l.num_heads, head_dim = l.attention_width() / l.num_heads;
         // Dropout inside flash attention (philox per score) runs at about 40% of its rate without
         // (validation/data/h100-sxm/kernels_transformer: bf16 forward 150-190 against 350-500 TFLOP/s).
+        // nn.MultiheadAttention (batch_first) in training: F.multi_head_attention_forward transposes its
+        // input to T x B x C (a strided copy), makes the packed q, k, v contiguous (3C) and permutes
+        // the output back (C); backward copies the gradients alike (the vit_b_16 profile's direct_copy
+        // kernels). Its in_proj bias add is the linear layer's bias_add.
+        const int64_t c = in_el / static_cast<int64_t>(l.in.size() == 1 ? 3 : 1);
+        if (l.mha_layout) {
+          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {c, c}, "mha_input_transpose"));
+          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
+          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, out_el}, "mha_output_permute"));
+        }
         both_passes(KernelKind::Attention, li, {n, heads, x.h, head_dim, l.causal ? 1 : 0}, bw, l.dropout_p > 0 ? "dropout" : "");
+        if (l.mha_layout) {
+          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {out_el, out_el}, "mha_output_permute"));
+          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
+          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {c, c}, "mha_input_transpose"));
+        }
         break;
       }
       case Op::ToSequence: break;  // reshape and permute: views (the class token's cat copies)
