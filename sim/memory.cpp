@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/output.hpp"
+#include "workload/kernels.hpp"
 #include "workload/model_json.hpp"
 
 namespace dtsim {
@@ -121,7 +122,7 @@ bool place_output(const Graph& g, int i, double out_bytes, Allocations& a) {
 
 // What layer i keeps for backward: the allocations it saves are marked in `a`; the bytes it saves
 // that are not layer outputs (masks, indices, statistics, casts) are returned.
-double saved_by_layer(const Graph& g, int i, bool alias, double n, Precision p, Allocations& a) {
+double saved_by_layer(const Graph& g, int i, bool alias, double n, Precision p, const std::vector<bool>& fp32, Allocations& a) {
   const Layer& l = g.layers[i];
   const int in0 = l.inputs.empty() ? -1 : l.inputs[0];
   const double in_el = n * (l.in.empty() ? 0 : l.in[0].elements());
@@ -132,7 +133,8 @@ double saved_by_layer(const Graph& g, int i, bool alias, double n, Precision p, 
     case Op::Conv2d:
     case Op::Linear:
       // Autocast casts the FP32 model input to 16 bits; the cast copy is what backward keeps.
-      if (in0 < 0 && is_16bit(p)) extra += in_el * 2;
+      // So does an FP32 activation under autocast (a layernorm's output): the 16-bit cast is saved.
+      if ((in0 < 0 || fp32[in0]) && is_16bit(p)) extra += in_el * 2;
       else a.save(a.store_of(in0), i);
       break;
     case Op::BatchNorm2d:
@@ -205,9 +207,10 @@ static SavedTensors saved_tensors(const Graph& g, int64_t batch, Precision p) {
   // The FP32 batch the data loader put on the GPU, or a language model's int64 token ids.
   a.storage_bytes[L] = n * g.input.elements() * (g.token_input ? 8 : 4);
   st.input_bytes = a.storage_bytes[L];
+  const std::vector<bool> fp32 = autocast_fp32_outputs(g, p);  // autocast's FP32 activations
   for (int i = 0; i < L; ++i) {
-    const bool alias = place_output(g, i, n * g.layers[i].out.elements() * ab, a);
-    st.freed_at[i] = saved_by_layer(g, i, alias, n, p, a);
+    const bool alias = place_output(g, i, n * g.layers[i].out.elements() * (fp32[i] ? 4 : ab), a);
+    st.freed_at[i] = saved_by_layer(g, i, alias, n, p, fp32, a);
   }
   for (int i = 0; i < L; ++i) st.total += st.freed_at[i];
   for (int s = 0; s < L; ++s)

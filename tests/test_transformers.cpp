@@ -318,13 +318,13 @@ TEST_CASE("transformers: memory keeps what flash attention saves, linear in the 
   o.seq_len = 1024;
   const double a1024 = saved_activation_bytes(load_model("gpt2_small", o), 4, Precision::BF16);
   CHECK(a1024 / a512 == Approx(2.0).epsilon(1e-9));
-  // GPT-2 small at batch 1 x 1024 tokens, bf16: per layer and token 34 C bytes (the two layernorms'
-  // inputs 2 x 2C, c_attn's input 2C, q k v 6C and o 2C, c_fc's input 2C, the GELU's input 8C and
-  // c_proj's input 8C, two dropout masks 2 x C) and 64 bytes of statistics (mean, rstd, logsumexp):
-  // 26.8 MB per layer, 322 MB for 12; the loss's FP32 log-softmax, 1024 x 50257 x 4 = 206 MB.
+  // GPT-2 small at batch 1 x 1024 tokens, bf16: per layer and token 38 C bytes (the two layernorms'
+  // FP32 inputs 2 x 4C, c_attn's input's bf16 cast 2C, q k v 6C and o 2C, c_fc's input's cast 2C, the
+  // GELU's input 8C and c_proj's input 8C, two dropout masks 2 x C) and 64 bytes of statistics (mean,
+  // rstd, logsumexp): 29.9 MB per layer, 359 MB for 12; the loss's FP32 log-softmax, 1024 x 50257 x 4 = 206 MB.
   o.seq_len = 0;
   const double a = saved_activation_bytes(load_model("gpt2_small", o), 1, Precision::BF16);
-  const double per_layer = 1024.0 * (34 * 768 + 64), log_softmax = 1024.0 * 50257 * 4;
+  const double per_layer = 1024.0 * (38 * 768 + 64), log_softmax = 1024.0 * 50257 * 4;
   CHECK(a > 12 * per_layer + log_softmax);
   CHECK(a < 1.05 * (12 * per_layer + log_softmax));
   const ClusterSpec c = load_cluster("h100-sxm");
@@ -391,4 +391,83 @@ TEST_CASE("cli: predict and sweep --seq-len, tokens per second, and one-line err
   REQUIRE(r.code == 0);
   CHECK(r.out.find("64 token ids") != std::string::npos);
   CHECK(r.out.find("weight tied to transformer.wte") != std::string::npos);
+}
+
+namespace {
+int count_variant(const std::vector<KernelDesc>& ks, Pass pass, const std::string& variant) {
+  int c = 0;
+  for (const auto& k : ks) c += k.pass == pass && k.kind == KernelKind::Eltwise && variant == k.variant;
+  return c;
+}
+double total_bytes(const IterationKernels& k) {
+  double b = 0;
+  for (const auto* list : {&k.forward, &k.backward, &k.update})
+    for (const auto& d : *list) b += d.bytes;
+  return b;
+}
+}  // namespace
+
+TEST_CASE("transformers: autocast's dtype flow keeps the residual stream FP32 and casts linear inputs") {
+  const Graph g = load_model("gpt2_small");
+  const IterationKernels k = lower_iteration(g, 2, Precision::BF16);
+  const std::string p = "transformer.h.0.";
+  // The residual adds (FP32 stream + bf16 projection) run in FP32, forward and their gradient accumulations.
+  for (const char* add : {"add_1", "add_2"}) {
+    const auto ks = kernels_of(k, index_of(g, p + add));
+    const KernelDesc* f = find_kernel(ks, KernelKind::Add, Pass::Fwd);
+    REQUIRE(f);
+    CHECK(f->math == MathMode::FP32);
+    CHECK(f->bytes == Approx(2.0 * 1024 * 768 * 3 * 4));
+    REQUIRE(find_kernel(ks, KernelKind::Add, Pass::Bwd));
+    CHECK(find_kernel(ks, KernelKind::Add, Pass::Bwd)->math == MathMode::FP32);
+  }
+  // Dropouts on bf16 outputs stay bf16; the embeddings' dropout runs on the FP32 sum.
+  CHECK(find_kernel(kernels_of(k, index_of(g, p + "attn.resid_dropout")), KernelKind::Dropout, Pass::Fwd)->math == MathMode::BF16);
+  // Each linear layer fed by a layernorm casts its input (fwd) and its input's gradient (bwd); others don't.
+  const double el = 2.0 * 1024 * 768;
+  for (const std::string lin : {p + "attn.c_attn", p + "mlp.c_fc", std::string("lm_head")}) {
+    const auto ks = kernels_of(k, index_of(g, lin));
+    CHECK(count_variant(ks, Pass::Fwd, "autocast_cast") == 1);
+    CHECK(count_variant(ks, Pass::Bwd, "autocast_cast") == 1);
+    for (const auto& d : ks)
+      if (std::string(d.variant) == "autocast_cast") CHECK(d.bytes == Approx(el * 6));  // FP32 read, bf16 written or back
+  }
+  for (const std::string lin : {p + "attn.c_proj", p + "mlp.c_proj"}) {
+    const auto ks = kernels_of(k, index_of(g, lin));
+    CHECK(count_variant(ks, Pass::Fwd, "autocast_cast") + count_variant(ks, Pass::Bwd, "autocast_cast") == 0);
+  }
+  // fp32: no flow, no casts.
+  const IterationKernels f32 = lower_iteration(g, 2, Precision::FP32);
+  CHECK(count_variant(f32.forward, Pass::Fwd, "autocast_cast") + count_variant(f32.backward, Pass::Bwd, "autocast_cast") == 0);
+  for (bool b : autocast_fp32_outputs(g, Precision::FP32)) CHECK_FALSE(b);
+  // The saved activations grow with the FP32 stream (the layernorms save FP32 inputs).
+  CHECK(saved_activation_bytes(g, 2, Precision::BF16) < saved_activation_bytes(g, 2, Precision::FP32));
+}
+
+TEST_CASE("transformers: a CNN's autocast lowering has no FP32 activations (unchanged by the dtype flow)") {
+  const Graph g = load_model("resnet18");
+  for (bool b : autocast_fp32_outputs(g, Precision::BF16)) CHECK_FALSE(b);
+  const IterationKernels k = lower_iteration(g, 32, Precision::BF16);
+  CHECK(k.forward.size() + k.backward.size() + k.update.size() == 243);
+  CHECK(total_bytes(k) == Approx(3267756736.0).epsilon(1e-12));  // the lowering's before the dtype flow
+}
+
+TEST_CASE("transformers: nn.MultiheadAttention's layout copies on vit_b_16 only") {
+  const Graph vit = load_model("vit_b_16");
+  const int li = index_of(vit, "encoder.layers.encoder_layer_0.self_attention.sdpa");
+  CHECK(vit.layers[li].mha_layout);
+  const auto ks = kernels_of(lower_iteration(vit, 2, Precision::BF16), li);
+  for (const char* v : {"mha_input_transpose", "mha_qkv_contiguous", "mha_output_permute"}) {
+    CHECK(count_variant(ks, Pass::Fwd, v) == 1);
+    CHECK(count_variant(ks, Pass::Bwd, v) == 1);
+  }
+  const double el = 2.0 * 197 * 768;
+  for (const auto& d : ks) {
+    if (std::string(d.variant) == "mha_qkv_contiguous") CHECK(d.bytes == Approx(2 * 3 * el * 2));
+    if (std::string(d.variant) == "mha_input_transpose") CHECK(d.bytes == Approx(2 * el * 2));
+  }
+  const Graph gpt = load_model("gpt2_small");
+  const IterationKernels gk = lower_iteration(gpt, 2, Precision::BF16);
+  for (const auto* list : {&gk.forward, &gk.backward})
+    for (const auto& d : *list) CHECK(std::string(d.variant).rfind("mha_", 0) == std::string::npos);
 }

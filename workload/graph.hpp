@@ -83,6 +83,8 @@ struct Layer {
   // attention
   int64_t num_heads = 1;
   bool causal = false;
+  // attention: run as nn.MultiheadAttention (its layout copies in training; the zoo's "module")
+  bool mha_layout = false;
   // select: the token taken
   int64_t index = 0;
   // adaptive pooling

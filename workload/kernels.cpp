@@ -286,6 +286,26 @@ void set_cost(KernelDesc& k) {
   }
 }
 
+// Autocast's dtype flow (bf16/fp16): embeddings (FP32 weight gathers), the positions' and the class
+// token's FP32 tables and layernorms produce FP32; convolutions, linear layers and attention
+// produce 16 bits; an op of several inputs promotes to the widest (an FP32 + bf16 add is FP32) and the
+// rest keep their input's type. The model input counts as 16-bit (the first conv's cast is not
+// costed), so a CNN has no FP32 activation. Under fp32/tf32 every entry is false.
+std::vector<bool> autocast_fp32_outputs(const Graph& g, Precision p) {
+  std::vector<bool> f(g.layers.size(), false);
+  if (p != Precision::BF16 && p != Precision::FP16) return f;
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const Layer& l = g.layers[i];
+    switch (l.op) {
+      case Op::Embedding: case Op::PositionalEmbedding: case Op::ClassToken: case Op::LayerNorm: f[i] = true; break;
+      case Op::Conv2d: case Op::Linear: case Op::Attention: break;
+      default:
+        for (int j : l.inputs) f[i] = f[i] || (j >= 0 && f[j]);
+    }
+  }
+  return f;
+}
+
 namespace {
 
 struct Lowering {
@@ -297,6 +317,7 @@ struct Lowering {
   std::vector<std::vector<KernelDesc>> pending_backward;
   std::vector<std::vector<KernelDesc>> grad_accum;
   std::vector<bool> requires_grad;  // per layer: its output depends on a parameter
+  std::vector<bool> fp32;           // per layer: its output is FP32 under autocast
 
   static KernelDesc make(KernelKind kind, Pass pass, MathMode m, int layer, std::initializer_list<int64_t> shape, const char* variant = "") {
     KernelDesc k{kind, pass, m, layer, {}, variant, 0, 0};
@@ -321,11 +342,15 @@ struct Lowering {
   bool channels_last() const { return mode.memory_format == MemoryFormat::ChannelsLast || inductor_compiled(mode.execution); }
 
   // A kernel in the math its kind runs in at the training precision, on the activations' layout.
-  KernelDesc kernel(KernelKind kind, Pass pass, int layer, std::initializer_list<int64_t> shape, const char* variant = "") const {
-    KernelDesc k = make(kind, pass, math_mode_for(kind, prec), layer, shape, variant);
+  KernelDesc kernel(KernelKind kind, Pass pass, int layer, std::initializer_list<int64_t> shape, const char* variant = "",
+                    bool dtype_flow = true) const {
     const bool activation_kernel = kind != KernelKind::Gemm && kind != KernelKind::SoftmaxCE && kind != KernelKind::SgdUpdate &&
                                    kind != KernelKind::AdamUpdate && kind != KernelKind::Attention && kind != KernelKind::Embedding &&
                                    kind != KernelKind::LayerNorm;
+    // A memory-bound kernel of a layer with an FP32 output under autocast (a residual add, a dropout
+    // on the FP32 stream, their gradients) runs in FP32.
+    const bool wide = dtype_flow && activation_kernel && layer >= 0 && fp32[layer];
+    KernelDesc k = make(kind, pass, wide ? MathMode::FP32 : math_mode_for(kind, prec), layer, shape, variant);
     if (channels_last() && activation_kernel && layer >= 0 && over_images(layer)) k.format = MemoryFormat::ChannelsLast;
     return k;
   }
@@ -373,8 +398,15 @@ struct Lowering {
     const int64_t rows = n * l.in[0].tokens();
     std::vector<KernelDesc> casts;
     autocast_kernels(li, l.matmul_weight_elements(), casts);  // a tied weight is cast all the same
+    // An FP32 input (the residual stream's layernorm) is cast to 16 bits for the GEMM (FP32 eltwise,
+    // the 16-bit side as half the elements: 4 + 2 bytes each), and its 16-bit gradient back to FP32.
+    // Inductor fuses the cast into the kernel that produces the input.
+    const int64_t in_el = n * l.in[0].elements(), half = (in_el + 1) / 2;
+    const bool cast = l.inputs[0] >= 0 && fp32[l.inputs[0]] && !inductor_compiled(mode.execution);
+    if (cast) out.forward.push_back(make(KernelKind::Eltwise, Pass::Fwd, MathMode::FP32, li, {in_el, half}, "autocast_cast"));
     out.forward.push_back(kernel(KernelKind::Gemm, Pass::Fwd, li, {rows, out_f, in_f, 0, 1}));
     if (input_needs_grad) bw.push_back(kernel(KernelKind::Gemm, Pass::BwdData, li, {rows, in_f, out_f, 0, 0}));
+    if (input_needs_grad && cast) bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, li, {half, in_el}, "autocast_cast"));
     bw.push_back(kernel(KernelKind::Gemm, Pass::BwdWeight, li, {out_f, in_f, rows, 1, 0}));
     for (auto& k : casts) bw.push_back(k);
     if (l.bias) bias_kernels(li, n * l.out.elements(), out_f, bw);
@@ -425,7 +457,22 @@ struct Lowering {
         const int64_t heads = l.num_heads, head_dim = l.attention_width() / l.num_heads;
         // Dropout inside flash attention (philox per score) runs at about 40% of its rate without
         // (validation/data/h100-sxm/kernels_transformer: bf16 forward 150-190 against 350-500 TFLOP/s).
+        // nn.MultiheadAttention (batch_first) in training: F.multi_head_attention_forward transposes its
+        // input to T x B x C (a strided copy), makes the packed q, k, v contiguous (3C) and permutes
+        // the output back (C); backward copies the gradients alike (the vit_b_16 profile's direct_copy
+        // kernels). Its in_proj bias add is the linear layer's bias_add.
+        const int64_t c = in_el / static_cast<int64_t>(l.in.size() == 1 ? 3 : 1);
+        if (l.mha_layout) {
+          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {c, c}, "mha_input_transpose"));
+          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
+          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, out_el}, "mha_output_permute"));
+        }
         both_passes(KernelKind::Attention, li, {n, heads, x.h, head_dim, l.causal ? 1 : 0}, bw, l.dropout_p > 0 ? "dropout" : "");
+        if (l.mha_layout) {
+          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {out_el, out_el}, "mha_output_permute"));
+          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
+          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {c, c}, "mha_input_transpose"));
+        }
         break;
       }
       case Op::ToSequence: break;  // reshape and permute: views (the class token's cat copies)
@@ -583,12 +630,14 @@ struct Lowering {
   }
 
   // The run's generated kernels for one pass, attached to its first layer.
+  // Priced in the precision's activation type: Inductor's kernels mix the FP32 stream and 16-bit
+  // tensors (and fuse the autocast casts), which the run's sums do not tell apart.
   void fused_kernels(const FusedRun& r, Pass pass, std::vector<KernelDesc>& to) const {
     const int64_t per_bn = r.batchnorms > 0 ? r.batchnorm_el / r.batchnorms : 0;
     for (int b = 0; b < r.batchnorms; ++b)  // statistics (fwd) or weight and bias gradients (bwd)
-      to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {pass == Pass::Fwd ? per_bn : 2 * per_bn, 0}, "inductor_reduction"));
-    if (pass == Pass::Fwd) to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {r.inputs_el, r.outputs_el}, "inductor_pointwise"));
-    else to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {r.outputs_el + r.inputs_el, r.inputs_el}, "inductor_pointwise"));
+      to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {pass == Pass::Fwd ? per_bn : 2 * per_bn, 0}, "inductor_reduction", false));
+    if (pass == Pass::Fwd) to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {r.inputs_el, r.outputs_el}, "inductor_pointwise", false));
+    else to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {r.outputs_el + r.inputs_el, r.inputs_el}, "inductor_pointwise", false));
   }
 
   // Replaces the fusable layers' kernels in one pass's list with their runs' generated kernels, where
@@ -614,6 +663,7 @@ struct Lowering {
     pending_backward.assign(L, {});
     grad_accum.assign(L, {});
     requires_grad.assign(L, false);
+    fp32 = autocast_fp32_outputs(g, prec);
     for (int i = 0; i < L; ++i) layer(i);
     for (int i = L - 1; i >= 0; --i) {
       for (auto& k : grad_accum[i]) out.backward.push_back(k);
@@ -652,7 +702,7 @@ struct Lowering {
 }  // namespace
 
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p, const StepMode& mode) {
-  Lowering low{g, batch, p, mode, {}, {}, {}, {}};
+  Lowering low{g, batch, p, mode, {}, {}, {}, {}, {}};
   low.run();
   return std::move(low.out);
 }

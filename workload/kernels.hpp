@@ -115,6 +115,9 @@ struct IterationKernels {
   size_t update_host_sync_after = 0;
 };
 
+// Per layer: whether autocast (bf16/fp16) leaves its output FP32 (docs/transformers.md); all false otherwise.
+std::vector<bool> autocast_fp32_outputs(const Graph& g, Precision p);
+
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p, const StepMode& mode = {});
 
 }  // namespace dtsim

@@ -127,6 +127,8 @@ static void read_op_fields(JsonObject& o, Layer& l) {
     case Op::Attention:
       l.num_heads = o.integer("num_heads", 1, kMaxDim);
       l.causal = o.boolean_or("is_causal", false);
+      if (o.has("module") && o.str("module") != "nn.MultiheadAttention") o.fail("module", "must be \"nn.MultiheadAttention\" when given");
+      l.mha_layout = o.has("module");
       // applied inside the attention kernel, which then draws random numbers: a kernel variant of its own
       l.dropout_p = o.number_or("dropout_p", 0.0, 0.0, 1.0);
       break;

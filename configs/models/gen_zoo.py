@@ -34,7 +34,7 @@ FIELDS = {
     "add": set(), "concat": set(), "dropout": {"p"}, "flatten": set(),
     "softmax_cross_entropy": set(),
     "embedding": {"num_embeddings", "embedding_dim"}, "positional_embedding": {"num_embeddings"},
-    "layernorm": {"eps", "elementwise_affine", "bias"}, "attention": {"num_heads", "is_causal", "dropout_p"},
+    "layernorm": {"eps", "elementwise_affine", "bias"}, "attention": {"num_heads", "is_causal", "dropout_p", "module"},
     "to_sequence": set(), "class_token": set(), "select": {"index"},
 }
 for _a in ("relu", "relu6", "sigmoid", "tanh", "silu", "gelu", "hardswish"):
@@ -652,7 +652,8 @@ def vit_b_16():
         # nn.MultiheadAttention(batch_first=True), called with need_weights=False: one packed
         # in_proj (in_proj_weight 3C x C, in_proj_bias), scaled_dot_product_attention, out_proj.
         m.linear(p + "self_attention.in_proj", 3 * 768)
-        m.add(p + "self_attention.sdpa", "attention", num_heads=12)
+        # module: nn.MultiheadAttention's layout copies around it (docs/transformers.md)
+        m.add(p + "self_attention.sdpa", "attention", num_heads=12, module="nn.MultiheadAttention")
         m.linear(p + "self_attention.out_proj", 768)
         res = m.add(p + "add_1", "add", inputs=[m.last, x])  # x = x + input
         m.add(p + "ln_2", "layernorm", eps=1e-6)
