@@ -117,3 +117,20 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
     CHECK(s.median <= c.median);  // reached: 6.7%, 8.4%, 3.1%, 13.4%
   }
 }
+
+TEST_CASE("accuracy: PyTorch transformer runs (issue 25): H200 within the issue's bounds, H100 as reached") {
+  // H200, 1 and 2 GPUs: the issue's target, median 8% or less and none above 15% (reached 5.2%, 13.8%).
+  Stats h200 = abs_errors(validate_folder("validation/data/h200-sxm/pytorch_transformers/gpu1"));
+  Stats h200_2 = abs_errors(validate_folder("validation/data/h200-sxm/pytorch_transformers/gpu2"));
+  CHECK(h200.n == 4);
+  CHECK(h200_2.n == 8);
+  CHECK(std::max(h200.max, h200_2.max) <= 0.15);
+  CHECK(h200_2.median <= 0.08);
+  // H100, 23 one-GPU runs: the median as reached (4.1%); the host-paced short bf16 steps miss by up to
+  // 48% (docs/accuracy.md, "Transformers"), so no bound on the maximum yet.
+  Stats h100 = abs_errors(validate_folder("validation/data/h100-sxm/pytorch_transformers"));
+  INFO("H100 median " << 100 * h100.median << "%, max " << 100 * h100.max << "%");
+  CHECK(h100.n == 23);
+  CHECK(h100.median <= 0.05);
+}
+
