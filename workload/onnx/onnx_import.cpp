@@ -117,6 +117,9 @@ struct Fused {
   int64_t heads = 1;
   bool causal = false;
   double dropout = 0;
+  // attention on sequence-first tensors (T x N x C, nn.MultiheadAttention's layout): PyTorch copies q,
+  // k, v and the output between it and the heads' layout (Layer::mha_layout)
+  bool mha_layout = false;
 };
 
 class Importer {
@@ -1409,6 +1412,8 @@ class Importer {
       if (!(sample(t) == qs)) partial_attention(*pv, "k or v '" + t + "' is not an N x T x C tensor like q's " + dims_str(*qd));
     if (head_dim <= 0 || width % head_dim) partial_attention(*qk, "heads of " + std::to_string(head_dim) + " do not divide the width " + std::to_string(width));
     f.heads = width / head_dim;
+    auto qb = qd ? batch_axis(q, *qd) : std::nullopt;
+    f.mha_layout = qb && qb->first != 0;
     // Back to N x T x C: Transpose and Reshape.
     std::string out = pv->output(0);
     const onnx::NodeProto* last = pv;
@@ -1611,6 +1616,7 @@ class Importer {
     l.num_heads = p.heads;
     l.causal = p.causal;
     l.dropout_p = p.dropout;
+    l.mha_layout = p.mha_layout;
     l.bias = p.op == Op::LayerNorm;
     add(*p.anchor, l, p.inputs, p.output, per_sample(n, p.output), p.op == Op::Attention ? ":attention" : "");
   }
