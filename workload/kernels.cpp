@@ -512,11 +512,18 @@ struct Lowering {
       case Op::MaxPool2d:
       case Op::AvgPool2d:
       case Op::AdaptiveAvgPool2d: pool(li, bw); break;
-      case Op::Add:
+      case Op::Add: {
         // Backward of an add passes the gradient through: no kernel. The accumulation where a tensor
         // fans out is costed at the producer (layer()).
-        fw.push_back(kernel(KernelKind::Add, Pass::Fwd, li, {out_el, static_cast<int64_t>(l.in.size())}));
+        KernelDesc add = kernel(KernelKind::Add, Pass::Fwd, li, {out_el, static_cast<int64_t>(l.in.size())});
+        // Under autocast the residual add of a 16-bit branch into the FP32 stream reads that input at
+        // 2 bytes an element, not the FP32 kernel's 4 (the model input counts as 16-bit).
+        if (fp32[li])
+          for (int j : l.inputs)
+            if (j < 0 || !fp32[j]) add.bytes -= 2.0 * static_cast<double>(out_el);
+        fw.push_back(add);
         break;
+      }
       case Op::Concat: both_passes(KernelKind::Concat, li, {out_el}, bw); break;
       case Op::Dropout: both_passes(KernelKind::Dropout, li, {in_el}, bw); break;
       case Op::Flatten:
