@@ -132,10 +132,14 @@ def attention(rng):
     do = torch.randn(n, heads, t, d, device="cuda", dtype=dt)
     # The backward as autograd calls it, but called directly: autograd would run it on the forward's
     # stream, outside a graph being captured on another.
+    bwd_graph = drop == 0
     if backend == "cudnn":
-        o, lse, cq, ck, mq, mk, seed, off, _ = aten._scaled_dot_product_cudnn_attention(q, k, v, None, True, drop, causal)
-        bwd = lambda: aten._scaled_dot_product_cudnn_attention_backward(  # noqa: E731
-            do, q, k, v, o, lse, seed, off, None, cq, ck, mq, mk, drop, causal)
+        # cuDNN's backward through autograd itself (its aten signature has changed between releases):
+        # autograd runs it on the forward's stream, so it is timed back to back only, without a graph.
+        qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+        og = F.scaled_dot_product_attention(qg, kg, vg, dropout_p=drop, is_causal=causal)
+        bwd = lambda: torch.autograd.grad(og, (qg, kg, vg), do, retain_graph=True)  # noqa: E731
+        bwd_graph = False
     elif backend == "flash":
         o, lse, cq, ck, mq, mk, seed, off, _ = aten._scaled_dot_product_flash_attention(q, k, v, drop, causal, False)
         bwd = lambda: aten._scaled_dot_product_flash_attention_backward(  # noqa: E731
@@ -152,7 +156,7 @@ def attention(rng):
     # dropout draws from the generator: its offsets under graph capture are left alone (stream time only)
     rows = [timed("attention", fixed, "fwd", fwd, "random", split, graph=drop == 0)]
     if bwd:
-        rows.append(timed("attention", fixed, "bwd", bwd, "random", split, graph=drop == 0))
+        rows.append(timed("attention", fixed, "bwd", bwd, "random", split, graph=bwd_graph))
     return rows
 
 
