@@ -61,6 +61,8 @@ struct FrameworkHostCosts {
   // DDP without gradient_as_bucket_view: each parameter's gradient is copied into its bucket and
   // scaled by 1/world on the compute stream as it becomes ready (the harness reduces in place).
   bool ddp_gradient_copy = false;
+  // nn.Linear's bias added in cuBLASLt's GEMM epilogue (PyTorch): no separate forward bias kernel.
+  bool linear_bias_in_gemm = false;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

@@ -55,6 +55,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.host_cost_s = key_table(o, "host_cost_s", 1, "a kernel key kind/pass[/math[/variant]]", "seconds", 0, false, 1,
                             "must be a number of seconds in [0, 1]");
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
+  f.linear_bias_in_gemm = o.boolean_or("linear_bias_in_gemm", false);
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

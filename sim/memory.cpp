@@ -155,7 +155,9 @@ double saved_by_layer(const Graph& g, int i, bool alias, double n, Precision p, 
       break;
     case Op::SoftmaxCrossEntropy:
       a.storage_bytes[i] = 0;  // a scalar loss
-      extra += in_el * 4;      // log-softmax, FP32 under autocast too (a language model's: per token)
+      // the log-softmax in the logits' type, and under autocast also its FP32 copy, which nll_loss
+      // (on autocast's FP32 list) keeps (a language model's: per token; workload/kernels.cpp)
+      extra += in_el * (is_16bit(p) ? 2 + 4 : 4);
       break;
     case Op::Embedding:
       // The output is FP32 (the weight's type; autocast does not cast embeddings); backward keeps the ids.

@@ -70,6 +70,7 @@ struct ScheduleOptions {
   const std::map<std::string, double>* host_cost_s = nullptr;
   double iteration_overhead_s = 0;
   bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
+  bool linear_bias_in_gemm = false;  // FrameworkSpec::linear_bias_in_gemm
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
   // CUDA graphs replay captured kernels without the host issuing each (host_captured()).
