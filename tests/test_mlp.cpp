@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "helpers.hpp"
+#include "mlp_skeleton.hpp"
 #include "compute/impl/mlp/dataset.hpp"
 #include "compute/impl/mlp/features.hpp"
 #include "compute/impl/mlp/mlp.hpp"
@@ -128,23 +129,12 @@ TEST_CASE("datasets: convolutions on channels_last tensors get the NHWC keys, by
 
 // A two-layer network with known weights: out = w2 . relu(W1 x' + b1) + b2 on standardised x'.
 static Mlp tiny_mlp(const std::string& key, KernelKind kind) {
-  Mlp m;
-  m.key = key;
-  m.feature_names = feature_names(kind);
-  const Eigen::Index n = static_cast<Eigen::Index>(m.feature_names.size());
-  m.feature_mean = Eigen::VectorXf::Zero(n);
-  m.feature_std = Eigen::VectorXf::Ones(n);
-  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w1 = Eigen::MatrixXf::Zero(2, n);
+  test_mlp::RowMajor w1 = Eigen::MatrixXf::Zero(2, test_mlp::features_of(kind));
   w1(0, 0) = 0.5f;   // relu(0.5 * feature 0)
   w1(1, 0) = -1.0f;  // relu(-feature 0) = 0 for positive features
-  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w2(1, 2);
+  test_mlp::RowMajor w2(1, 2);
   w2 << 0.1f, 3.0f;
-  m.weights = {w1, w2};
-  m.biases = {Eigen::VectorXf::Zero(2), Eigen::VectorXf::Constant(1, 0.25f)};
-  m.target_mean = 0.0f;
-  m.target_std = 1.0f;
-  m.heldout = Json{{"mape", 0.0}};
-  return m;
+  return test_mlp::with_layers(key, kind, {w1, w2}, {Eigen::VectorXf::Zero(2), Eigen::VectorXf::Constant(1, 0.25f)});
 }
 
 TEST_CASE("MLP inference: known weights, written and read back") {

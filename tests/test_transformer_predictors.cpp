@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "mlp_skeleton.hpp"
 #include "study_cli.hpp"
 
 #include "compute/impl/mlp/dataset.hpp"
@@ -267,17 +268,8 @@ TEST_CASE("what-if: an attention predictor carries only to a GPU that runs it on
   study_test::TempDir dir("tfpred_carry");
   const GpuSpec h100 = load_gpu("h100-sxm");
   // A one-layer predictor per key (log ratio 0: the baseline time), enough to be found and carried.
-  auto flat = [&](const std::string& key, KernelKind kind) {
-    Mlp m;
-    m.key = key;
-    m.feature_names = feature_names(kind);
-    const Eigen::Index n = static_cast<Eigen::Index>(m.feature_names.size());
-    m.feature_mean = Eigen::VectorXf::Zero(n);
-    m.feature_std = Eigen::VectorXf::Ones(n);
-    m.weights = {Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(1, n)};
-    m.biases = {Eigen::VectorXf::Zero(1)};
-    m.heldout = Json{{"mape", 0.0}};
-    return m;
+  auto flat = [](const std::string& key, KernelKind kind) {
+    return test_mlp::with_layers(key, kind, {test_mlp::RowMajor::Zero(1, test_mlp::features_of(kind))}, {Eigen::VectorXf::Zero(1)});
   };
   write_predictors(dir.path + "/h100-sxm", Json{{"format", 1}, {"gpu", "h100-sxm"}, {"baseline", baseline_json(baseline_of(h100), h100.sm_count)}},
                    {flat("attention/fwd/bf16", KernelKind::Attention), flat("layernorm/fwd/fp32", KernelKind::LayerNorm)});
