@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Eager PyTorch's host time per layer, per pass, measured where the GPU is never the limit.
 
+Layer kinds: the CNN's (conv, conv_bias, batchnorm, relu, maxpool, avgpool, add, linear, dropout) on
+1 x 8 x 8 x 8 images, and the transformer's (layernorm, gelu, attention: GPT-2's heads and
+scaled_dot_product_attention, mha: nn.MultiheadAttention with its projections, linear_cast: a linear
+layer fed and followed by FP32) on 1 x 16 x 64 tokens.
+
 For each layer type, a DDP-wrapped chain of SHALLOW and DEEP identical layers on a tiny input (every
 kernel a few microseconds of GPU work, so the host is the bottleneck) trains for ITERS iterations;
 the host time of the forward, backward and optimizer step is read with perf_counter around each
@@ -28,6 +33,7 @@ os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 
@@ -42,6 +48,49 @@ class AddConst(nn.Module):
         return x + self.c
 
 
+class SdpaHeads(nn.Module):
+    """What GPT-2's attention does between its two linear layers (transformer_models.SelfAttention):
+    split q, k, v into heads (views), causal scaled_dot_product_attention with dropout 0.1, and the
+    heads merged back (a copy)."""
+
+    def __init__(self, heads=4):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (x, x, x))
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)
+        return y.transpose(1, 2).reshape(b, t, c)
+
+
+class Mha(nn.Module):
+    """torchvision's ViT attention: nn.MultiheadAttention(batch_first=True), its two linear layers included."""
+
+    def __init__(self, c=64, heads=4):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(c, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x, need_weights=False)[0]
+
+
+class LinearFp32Out(nn.Module):
+    """A linear layer whose output is FP32 again (.float()), so that under autocast every such layer
+    casts an FP32 input to 16 bits, as a transformer's linear layers fed by the FP32 residual stream do."""
+
+    def __init__(self, c=64):
+        super().__init__()
+        self.lin = nn.Linear(c, c)
+
+    def forward(self, x):
+        return self.lin(x).float()
+
+
+# Layer kinds of a transformer; they take B x T x C activations.
+SEQUENCE_KINDS = ("layernorm", "gelu", "attention", "mha", "linear_cast")
+
+
 def layer(kind):
     c = 8
     return {
@@ -54,16 +103,22 @@ def layer(kind):
         "add": lambda: AddConst((1, c, 8, 8)),
         "linear": lambda: nn.Linear(64, 64),
         "dropout": lambda: nn.Dropout(0.5),
+        "layernorm": lambda: nn.LayerNorm(64),
+        "gelu": lambda: nn.GELU(approximate="tanh"),
+        "attention": lambda: SdpaHeads(),
+        "mha": lambda: Mha(),
+        "linear_cast": lambda: LinearFp32Out(),
     }[kind]()
 
 
 def measure(kind, depth, prec, iters, warmup, device):
     # A first layer with parameters keeps autograd running through parameter-free chains (relu, pool).
-    first = nn.Linear(64, 64) if kind == "linear" else nn.Conv2d(8, 8, 1)
+    seq = kind in SEQUENCE_KINDS
+    first = nn.Linear(64, 64) if kind == "linear" or seq else nn.Conv2d(8, 8, 1)
     model = nn.Sequential(first, *[layer(kind) for _ in range(depth)]).to(device)
     ddp = DDP(model, device_ids=[device.index])
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-3, momentum=0.9, weight_decay=1e-4)
-    x = torch.randn((1, 64) if kind == "linear" else (1, 8, 8, 8), device=device)
+    x = torch.randn((1, 16, 64) if seq else (1, 64) if kind == "linear" else (1, 8, 8, 8), device=device)
     fwd, bwd, step = [], [], []
     for it in range(warmup + iters):
         t0 = time.perf_counter()
@@ -90,7 +145,8 @@ def main():
     ap.add_argument("--deep", type=int, default=40)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--kinds", default="conv,conv_bias,batchnorm,relu,maxpool,avgpool,add,linear,dropout")
+    ap.add_argument("--kinds", default="conv,conv_bias,batchnorm,relu,maxpool,avgpool,add,linear,dropout,"
+                    + ",".join(SEQUENCE_KINDS))
     a = ap.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29561")
