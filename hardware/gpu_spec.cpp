@@ -7,6 +7,27 @@
 
 namespace dtsim {
 
+namespace {
+
+// roofline.compute_efficiency_by_math (optional): a compute efficiency per math unit, for the modes
+// whose unit has its own cited figure. Each key a math mode the GPU has units for: a mode given as
+// null in peak_tflops has none (a null tf32 runs on the FP32 units and takes fp32's figure).
+void read_efficiency_by_math(JsonObject& roofline, GpuSpec& g) {
+  if (!roofline.has("compute_efficiency_by_math")) return;
+  JsonObject by = roofline.object("compute_efficiency_by_math");
+  for (int m = 0; m < kMathModes; ++m) {
+    const char* key = math_name(static_cast<MathMode>(m));
+    if (!by.has(key)) continue;
+    if (!g.native[m])
+      by.fail(key, std::string("peak_tflops.") + key + " is null: this GPU has no " + key + " units" +
+                       (static_cast<MathMode>(m) == MathMode::TF32 ? " (its tf32 math runs on the fp32 units: give fp32)" : ""));
+    g.compute_efficiency_by_math[m] = by.number(key, 1e-3, 1.0);
+  }
+  by.reject_unknown();
+}
+
+}  // namespace
+
 GpuSpec parse_gpu(JsonObject o) {
   GpuSpec g;
   g.name = o.str("name");
@@ -38,6 +59,7 @@ GpuSpec parse_gpu(JsonObject o) {
   g.sm_count = static_cast<int>(o.integer("sm_count", 1, 100000));
   JsonObject r = o.object("roofline");
   g.compute_efficiency = r.number("compute_efficiency", 1e-3, 1.0);
+  read_efficiency_by_math(r, g);
   g.memory_efficiency = r.number("memory_efficiency", 1e-3, 1.0);
   g.kernel_overhead_s = r.number("kernel_overhead_s", 0.0, 1.0);
   r.str_or("note", "");

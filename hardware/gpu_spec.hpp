@@ -31,12 +31,24 @@ struct GpuSpec {
   // Roofline attainment: the share of peak FLOP/s and of memory bandwidth a well-tuned kernel
   // reaches, and a fixed per-kernel cost on the GPU (ramp-up, tail, launch gap).
   double compute_efficiency = 1;
+  // Per math unit where a preset cites a figure for that unit (roofline.compute_efficiency_by_math):
+  // 0 for a mode not given, which falls back to compute_efficiency. Use compute_efficiency_for().
+  std::array<double, kMathModes> compute_efficiency_by_math{};
   double memory_efficiency = 1;
   double kernel_overhead_s = 0;
   std::string basis = "unstated";  // one of kGpuBases, or "unstated"
   std::string basis_note;
 
   bool supports(MathMode m) const { return native[static_cast<int>(m)]; }
+  // The compute efficiency of the unit that runs math mode m: its own figure where given; TF32 on a
+  // GPU without TF32 units runs on the FP32 units and takes fp32's; otherwise compute_efficiency.
+  double compute_efficiency_for(MathMode m) const {
+    const double own = compute_efficiency_by_math[static_cast<int>(m)];
+    if (own > 0) return own;
+    const double fp32 = compute_efficiency_by_math[static_cast<int>(MathMode::FP32)];
+    if (m == MathMode::TF32 && !supports(MathMode::TF32) && fp32 > 0) return fp32;
+    return compute_efficiency;
+  }
 };
 
 // A GPU object (inline in a cluster file) or a name resolved in configs/gpus/NAME.json.

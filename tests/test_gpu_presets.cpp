@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "compute/compute_model.hpp"
 #include "workload/model_json.hpp"
 #include "sim/predict.hpp"
 #include "network/cluster.hpp"
@@ -18,10 +19,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The h100-sxm preset as JSON, with one field changed by `edit`.
+// A preset (h100-sxm unless named) as JSON, with one field changed by `edit`.
 template <class F>
-GpuSpec parse_edited(F edit) {
-  Json j = load_json_file(config_dir() + "/gpus/h100-sxm.json");
+GpuSpec parse_edited(F edit, const std::string& preset = "h100-sxm") {
+  Json j = load_json_file(config_dir() + "/gpus/" + preset + ".json");
   edit(j);
   return parse_gpu(JsonObject(j, "test.json", "$"));
 }
@@ -129,4 +130,62 @@ TEST_CASE("gpu presets: bf16 on a GPU without bf16 units is an input error namin
   CHECK(r.code == 2);
   CHECK(r.err.find("v100-sxm2") != std::string::npos);
   CHECK(r.err.find("bf16") != std::string::npos);
+}
+
+TEST_CASE("gpu presets: compute_efficiency_by_math prices a mode on its own unit, the rest on compute_efficiency") {
+  const GpuSpec v100 = load_gpu("v100-sxm2");
+  const Json doc = load_json_file(config_dir() + "/gpus/v100-sxm2.json");
+  const double fp32_eff = doc.at("roofline").at("compute_efficiency_by_math").at("fp32").get<double>();
+  REQUIRE(fp32_eff != v100.compute_efficiency);  // else the checks below could not tell them apart
+  CHECK(v100.compute_efficiency_for(MathMode::FP32) == fp32_eff);
+  CHECK(v100.compute_efficiency_for(MathMode::TF32) == fp32_eff);  // no TF32 units: runs on the FP32 ones
+  CHECK(v100.compute_efficiency_for(MathMode::FP16) == v100.compute_efficiency);  // tensor cores: the general figure
+  // A preset without the field: every mode takes compute_efficiency.
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  for (int m = 0; m < kMathModes; ++m) CHECK(h100.compute_efficiency_for(static_cast<MathMode>(m)) == h100.compute_efficiency);
+
+  // The roofline prices a compute-bound V100 GEMM with the efficiency of the unit it runs on.
+  auto roof = make_compute_model("roofline", v100);
+  KernelDesc k{KernelKind::Gemm, Pass::Fwd, MathMode::FP32, 0, {}, "", 1e13, 1e6};
+  CHECK(roof->time(k).seconds == Approx(1e13 / (15.7e12 * fp32_eff) + v100.kernel_overhead_s));
+  k.math = MathMode::TF32;  // PyTorch's default convolutions: FP32 units on Volta
+  CHECK(roof->time(k).seconds == Approx(1e13 / (15.7e12 * fp32_eff) + v100.kernel_overhead_s));
+  k.math = MathMode::FP16;
+  CHECK(roof->time(k).seconds == Approx(1e13 / (125e12 * v100.compute_efficiency) + v100.kernel_overhead_s));
+
+  // Given on a GPU that has the unit, a mode's figure replaces compute_efficiency for that mode only.
+  auto bf16_only = [](Json& j) { j["roofline"]["compute_efficiency_by_math"] = {{"bf16", 0.7}}; };
+  const GpuSpec g = parse_edited(bf16_only);
+  CHECK(g.compute_efficiency_for(MathMode::BF16) == 0.7);
+  CHECK(g.compute_efficiency_for(MathMode::FP16) == g.compute_efficiency);
+  CHECK(g.compute_efficiency_for(MathMode::TF32) == g.compute_efficiency);  // H100 has TF32 units: no fp32 borrowing
+}
+
+TEST_CASE("gpu presets: a bad compute_efficiency_by_math is an input error naming the field and the rule") {
+  using Catch::Matchers::Contains;
+  const std::string field = "$.roofline.compute_efficiency_by_math";
+  auto set = [](Json value) { return [value](Json& j) { j["roofline"]["compute_efficiency_by_math"] = value; }; };
+  CHECK_THROWS_WITH(parse_edited(set({{"fp32", 0}})), Contains(field + ".fp32") && Contains("must be in"));
+  CHECK_THROWS_WITH(parse_edited(set({{"fp32", 1.5}})), Contains(field + ".fp32") && Contains("must be in"));
+  CHECK_THROWS_WITH(parse_edited(set({{"fp16", "0.5"}})), Contains(field + ".fp16") && Contains("must be a number"));
+  CHECK_THROWS_WITH(parse_edited(set({{"int8", 0.5}})), Contains(field) && Contains("int8"));
+  CHECK_THROWS_WITH(parse_edited(set(0.5)), Contains(field));
+  // A mode the GPU has no units for (null peak) has no efficiency of its own.
+  CHECK_THROWS_WITH(parse_edited(set({{"tf32", 0.5}}), "v100-sxm2"), Contains(field + ".tf32") && Contains("give fp32"));
+  CHECK_THROWS_WITH(parse_edited(set({{"bf16", 0.5}}), "v100-sxm2"), Contains(field + ".bf16") && Contains("no bf16 units"));
+
+  // From the command line: exit code 2, one line naming the file, the field and the rule.
+  study_test::TempDir dir("by_math");
+  Json gpu = load_json_file(config_dir() + "/gpus/v100-sxm2.json");
+  gpu["roofline"]["compute_efficiency_by_math"]["fp32"] = 1.5;
+  const std::string gpu_path = dir.file("v100_bad.json", gpu.dump());
+  Json cluster = load_json_file(config_dir() + "/clusters/v100-sxm2.json");
+  cluster["gpu"] = gpu_path;
+  const std::string cluster_path = dir.file("cluster.json", cluster.dump());
+  const study_test::Run r = study_test::run_dtsim("predict --model resnet18 --cluster " + cluster_path + " --batch-per-gpu 8");
+  CHECK(r.code == 2);
+  CHECK(study_test::lines(r.err) == 1);
+  CHECK(r.err.find(gpu_path) != std::string::npos);
+  CHECK(r.err.find(field + ".fp32") != std::string::npos);
+  CHECK(r.err.find("must be in") != std::string::npos);
 }

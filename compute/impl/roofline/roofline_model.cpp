@@ -12,7 +12,7 @@ double roofline_compute_s(const KernelDesc& k, const GpuSpec& gpu) {
   if (!(peak > 0))
     throw InputError("gpu " + gpu.name, std::string("has no ") + math_name(k.math) + " math (peak_tflops." + math_name(k.math) +
                                             " is null in its spec): it cannot run this precision");
-  return k.flops / (peak * gpu.compute_efficiency);
+  return k.flops / (peak * gpu.compute_efficiency_for(k.math));
 }
 
 double roofline_memory_s(const KernelDesc& k, const GpuSpec& gpu) {

@@ -3,7 +3,7 @@
 
 namespace dtsim {
 
-// t = max(FLOPs / (peak(math) * compute_efficiency), bytes / (bandwidth * memory_efficiency))
+// t = max(FLOPs / (peak(math) * compute_efficiency(math)), bytes / (bandwidth * memory_efficiency))
 //     + kernel_overhead_s
 class RooflineModel : public ComputeModel {
  public:
