@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/output.hpp"
+#include "core/precision.hpp"
 
 namespace dtsim {
 
@@ -64,7 +65,8 @@ Json chrome_trace(const Prediction& p, double iteration_overhead_s) {
   if (upd0 < inf) ev.push_back(span("optimizer", "phase", kTraceCompute, upd0, upd1));
   for (const KernelSpan& k : t.kernels)
     ev.push_back(span(kernel_name(k), "kernel", kTraceCompute, k.start_s, k.end_s,
-                      {{"kind", kind_name(k.kind)}, {"pass", pass_name(k.pass)}, {"issued_us", k.issue_s * kUs}}));
+                      {{"kind", kind_name(k.kind)}, {"pass", pass_name(k.pass)}, {"math", math_name(k.math)},
+                       {"variant", k.variant}, {"issued_us", k.issue_s * kUs}}));
 
   // Communication stream and the buckets waiting for it.
   for (size_t i = 0; i < t.buckets.size(); ++i) {

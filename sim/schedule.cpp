@@ -124,7 +124,7 @@ class ComputeStream {
     KindPricing& priced = t_.pricing[static_cast<int>(kd.kind)];
     (kt.source == TimeSource::Mlp ? priced.mlp_s : priced.roofline_s) += kt.seconds;
     if (!kt.in_range) priced.extrapolated_s += kt.seconds, t_.extrapolated_s += kt.seconds;
-    if (opt_.record_kernels) t_.kernels.push_back({kd.layer, kd.kind, kd.pass, host_s_, start, end, launch_s});
+    if (opt_.record_kernels) t_.kernels.push_back({kd.layer, kd.kind, kd.pass, host_s_, start, end, launch_s, kd.math, kd.variant});
     return {kt.seconds, end};
   }
   // The host blocks until the GPU is done (a .item() on a GPU value).

@@ -36,6 +36,8 @@ struct KernelSpan {
   Pass pass;
   double issue_s, start_s, end_s;
   double host_s = 0;  // host time spent issuing it (ends at issue_s)
+  MathMode math = MathMode::FP32;
+  const char* variant = "";  // KernelDesc::variant (static storage)
 };
 
 // GPU time per kernel kind by what priced it (compute/compute_model.hpp TimeSource), and the part of

@@ -16,6 +16,14 @@ Ops (x: B x T x C; "perm": a B x T x C view of a contiguous T x B x C tensor; 16
   add_fp32 / _perm  x32 + y32 / x32 + y32perm       the same in FP32 training
   copy / copy_perm  x32.clone() / x32perm.contiguous()  LayerNorm's input made contiguous
   bias_add / _perm  z16 + b16 / z16perm + b16       in_proj's bias (z: B x T x 3C)
+  add_res_perm      a16perm + x32                   the attention's residual add as torchvision writes
+                                                    it (x + input: the permuted 16-bit branch first, so
+                                                    the sum takes its layout)
+  transpose_in      x16.transpose(0, 1).contiguous()  nn.MultiheadAttention's input made T x B x C
+  qkv_copy          p16.unflatten(-1, (3, C)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+                                                    the packed in_proj output split into q, k, v
+                                                    (p: T x B x 3C); its contiguous twin: p16.clone()
+  copy_bf16         x16.clone(), p16.clone()        contiguous copies of the same sizes
 
 Each is timed back to back on one stream with CUDA events (validation/pytorch/kernel_sweep.py's
 time_stream, the harness's definition). Writes CSV: op,dtype,B,T,C,elements,time_median_s,time_min_s.
@@ -46,7 +54,14 @@ def ops(b, t, c):
     y16p, y32p, x32p = perm(b, t, c, b16), perm(b, t, c, f32), perm(b, t, c, f32)
     z16, z16p = torch.randn(b, t, 3 * c, device="cuda", dtype=b16), perm(b, t, 3 * c, b16)
     bias = torch.randn(3 * c, device="cuda", dtype=b16)
+    x16, p16 = torch.randn(b, t, c, device="cuda", dtype=b16), torch.randn(t, b, 3 * c, device="cuda", dtype=b16)
     return [
+        ("add_res_perm", "bf16+fp32", b * t * c, lambda: y16p + x32),
+        ("transpose_in", "bf16", b * t * c, lambda: x16.transpose(0, 1).contiguous()),
+        ("copy_bf16", "bf16", b * t * c, lambda: x16.clone()),
+        ("qkv_copy", "bf16", b * t * 3 * c,
+         lambda: p16.unflatten(-1, (3, c)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()),
+        ("copy_bf16", "bf16", b * t * 3 * c, lambda: p16.clone()),
         ("add_mixed", "fp32+bf16", b * t * c, lambda: x32 + y16),
         ("add_mixed_perm", "fp32+bf16", b * t * c, lambda: x32 + y16p),
         ("add_mixed_permx", "fp32+bf16", b * t * c, lambda: x32p + y16),
