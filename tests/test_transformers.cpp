@@ -475,3 +475,40 @@ TEST_CASE("transformers: nn.MultiheadAttention's layout copies on vit_b_16 only"
   for (const auto* list : {&gk.forward, &gk.backward})
     for (const auto& d : *list) CHECK(std::string(d.variant).rfind("mha_", 0) == std::string::npos);
 }
+
+TEST_CASE("transformers: nn.MultiheadAttention's permuted residual stream: LayerNorm copies, strided adds, the q/k/v selects' backward") {
+  const Graph vit = load_model("vit_b_16");
+  const IterationKernels k = lower_iteration(vit, 2, Precision::BF16);
+  auto count = [](const std::vector<KernelDesc>& ks, KernelKind kind, const std::string& v) {
+    int c = 0;
+    for (const auto& d : ks) c += d.kind == kind && v == d.variant;
+    return c;
+  };
+  // 12 encoder layers: every LayerNorm after the first attention reads the permuted stream (ln_2 of
+  // layer 0 onwards and the encoder's final one: 24), each attention's output gradient one more.
+  CHECK(count(k.forward, KernelKind::Eltwise, "permuted_stream_copy") == 24);
+  CHECK(count(k.backward, KernelKind::Eltwise, "permuted_stream_copy") == 24 + 12);
+  for (const auto& d : k.forward)
+    if (std::string(d.variant) == "permuted_stream_copy") CHECK(d.math == MathMode::FP32);
+  // The attention's residual add in layer 0 reads the contiguous FP32 input out of order; the MLP's
+  // adds read their 16-bit branch so; later attention adds have both operands permuted alike.
+  CHECK(count(k.forward, KernelKind::Add, "strided_wide") == 1);
+  CHECK(count(k.forward, KernelKind::Add, "strided") == 12);
+  CHECK(count(k.forward, KernelKind::Add, "") == 11);
+  CHECK(count(k.backward, KernelKind::Eltwise, "mha_qkv_grad_fill") == 36);
+  CHECK(count(k.backward, KernelKind::Eltwise, "mha_qkv_grad_copy") == 36);
+  CHECK(count(k.backward, KernelKind::Eltwise, "mha_qkv_grad_add") == 24);
+  const double qkv = 2.0 * 197 * 3 * 768;  // batch 2, packed q, k, v at 2 bytes
+  for (const auto& d : k.backward)
+    if (std::string(d.variant) == "mha_qkv_grad_add") CHECK(d.bytes == Approx(3 * qkv * 2));
+  // In FP32 training the strided adds read FP32 either way.
+  const IterationKernels f = lower_iteration(vit, 2, Precision::FP32);
+  CHECK(count(f.forward, KernelKind::Add, "strided_wide") == 13);
+  // gpt2_small runs scaled_dot_product_attention on contiguous heads: none of this.
+  const IterationKernels gk = lower_iteration(load_model("gpt2_small"), 2, Precision::BF16);
+  for (const auto* list : {&gk.forward, &gk.backward})
+    for (const auto& d : *list) {
+      CHECK(std::string(d.variant) != "permuted_stream_copy");
+      CHECK(std::string(d.variant).rfind("strided", 0) == std::string::npos);
+    }
+}

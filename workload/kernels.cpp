@@ -306,6 +306,25 @@ std::vector<bool> autocast_fp32_outputs(const Graph& g, Precision p) {
   return f;
 }
 
+// nn.MultiheadAttention (batch_first) hands its output back as a B x T x C view of a T x B x C
+// tensor, and the residual stream keeps that layout: the out_proj, dropouts and adds after it take
+// their input's layout (an add its first operand's). Per layer: its output is such a permuted view.
+// LayerNorm writes a contiguous output. Elsewhere (and with no such attention) every entry is false.
+std::vector<bool> permuted_outputs(const Graph& g) {
+  std::vector<bool> p(g.layers.size(), false);
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const Layer& l = g.layers[i];
+    switch (l.op) {
+      case Op::Attention: p[i] = l.mha_layout; break;
+      case Op::Linear: case Op::Dropout: case Op::Activation: case Op::Add:
+        for (int j : l.inputs) p[i] = p[i] || (j >= 0 && p[j]);
+        break;
+      default: break;
+    }
+  }
+  return p;
+}
+
 namespace {
 
 struct Lowering {
@@ -318,6 +337,7 @@ struct Lowering {
   std::vector<std::vector<KernelDesc>> grad_accum;
   std::vector<bool> requires_grad;  // per layer: its output depends on a parameter
   std::vector<bool> fp32;           // per layer: its output is FP32 under autocast
+  std::vector<bool> permuted;       // per layer: its output is a permuted view (permuted_outputs)
 
   static KernelDesc make(KernelKind kind, Pass pass, MathMode m, int layer, std::initializer_list<int64_t> shape, const char* variant = "") {
     KernelDesc k{kind, pass, m, layer, {}, variant, 0, 0};
@@ -428,6 +448,67 @@ struct Lowering {
     bw.push_back(kernel(KernelKind::Pool, Pass::Bwd, li, sh, mode));
   }
 
+  // Operands of different layouts (a permuted residual stream and a contiguous branch) make ATen run
+  // its strided add, slower still when the operand read out of order is FP32.
+  const char* add_variant(int li) const {
+    const char* strided = "";
+    for (int j : g.layers[li].inputs)
+      if (permuted[li] && !(j >= 0 && permuted[j]))
+        strided = (prec != Precision::BF16 && prec != Precision::FP16) || (j >= 0 && fp32[j]) ? "strided_wide" : "strided";
+    return strided;
+  }
+
+  // scaled_dot_product_attention, and nn.MultiheadAttention's layout copies around it.
+  void attention(int li, std::vector<KernelDesc>& bw) {
+    const Layer& l = g.layers[li];
+    const Shape& x = l.in[0];
+    const int64_t in_el = n * x.elements(), out_el = n * l.out.elements();
+    const int64_t heads = l.num_heads, head_dim = l.attention_width() / l.num_heads;
+    // Dropout inside flash attention (philox per score) runs at about 40% of its rate without
+    // (validation/data/h100-sxm/kernels_transformer: bf16 forward 150-190 against 350-500 TFLOP/s).
+    // nn.MultiheadAttention (batch_first) in training: F.multi_head_attention_forward transposes its
+    // input to T x B x C (a strided copy), makes the packed q, k, v contiguous (3C) and permutes
+    // the output back (C); backward copies the gradients alike (the vit_b_16 profile's direct_copy
+    // kernels). Its in_proj bias add is the linear layer's bias_add.
+    const int64_t c = in_el / static_cast<int64_t>(l.in.size() == 1 ? 3 : 1);
+    if (l.mha_layout) {
+      out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {c, c}, "mha_input_transpose"));
+      out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
+      // The output's gradient arrives in the FP32 stream's layout and is made contiguous first (the
+      // profile's third strided FP32 copy per layer in backward, beside the two LayerNorms').
+      bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, li, {out_el, out_el}, "permuted_stream_copy"));
+      bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, out_el}, "mha_output_permute"));
+    }
+    both_passes(KernelKind::Attention, li, {n, heads, x.h, head_dim, l.causal ? 1 : 0}, bw, l.dropout_p > 0 ? "dropout" : "");
+    if (l.mha_layout && l.in.size() == 1) {
+      // q, k and v are selected from the packed in_proj output; each select's backward zero-fills
+      // a gradient of the packed size and copies its slice in, and the three are summed (the
+      // vit_b_16 profile: 3 fills, 3 device copies, 2 adds per layer, at the attention's dtype).
+      for (int i = 0; i < 3; ++i) {
+        bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {0, in_el}, "mha_qkv_grad_fill"));
+        bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {c, c}, "mha_qkv_grad_copy"));
+      }
+      for (int i = 0; i < 2; ++i) bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {2 * in_el, in_el}, "mha_qkv_grad_add"));
+    }
+    if (l.mha_layout) {
+      out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {out_el, out_el}, "mha_output_permute"));
+      bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
+      bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {c, c}, "mha_input_transpose"));
+    }
+  }
+
+  void layernorm(int li, std::vector<KernelDesc>& bw) {
+    const Layer& l = g.layers[li];
+    const Shape& x = l.in[0];
+    const int64_t in_el = n * x.elements();
+    // On a permuted residual stream LayerNorm first makes its input contiguous (ATen's strided copy,
+    // validation/data/h100-sxm/op_times/strided_eltwise.csv); its gradient goes back alike.
+    const bool copy = l.inputs[0] >= 0 && permuted[l.inputs[0]];
+    if (copy) out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el, in_el}, "permuted_stream_copy"));
+    both_passes(KernelKind::LayerNorm, li, {n * x.tokens(), x.c}, bw);
+    if (copy) bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "permuted_stream_copy"));
+  }
+
   // The transformer layers (docs/transformers.md). Token counts: rows = batch x tokens.
   void transformer_kernels(int li, std::vector<KernelDesc>& bw) {
     const Layer& l = g.layers[li];
@@ -452,29 +533,8 @@ struct Lowering {
         bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, table}, "position_grad"));
         break;
       }
-      case Op::LayerNorm: both_passes(KernelKind::LayerNorm, li, {n * x.tokens(), x.c}, bw); break;
-      case Op::Attention: {
-        const int64_t heads = l.num_heads, head_dim = l.attention_width() / l.num_heads;
-        // Dropout inside flash attention (philox per score) runs at about 40% of its rate without
-        // (validation/data/h100-sxm/kernels_transformer: bf16 forward 150-190 against 350-500 TFLOP/s).
-        // nn.MultiheadAttention (batch_first) in training: F.multi_head_attention_forward transposes its
-        // input to T x B x C (a strided copy), makes the packed q, k, v contiguous (3C) and permutes
-        // the output back (C); backward copies the gradients alike (the vit_b_16 profile's direct_copy
-        // kernels). Its in_proj bias add is the linear layer's bias_add.
-        const int64_t c = in_el / static_cast<int64_t>(l.in.size() == 1 ? 3 : 1);
-        if (l.mha_layout) {
-          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {c, c}, "mha_input_transpose"));
-          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
-          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, out_el}, "mha_output_permute"));
-        }
-        both_passes(KernelKind::Attention, li, {n, heads, x.h, head_dim, l.causal ? 1 : 0}, bw, l.dropout_p > 0 ? "dropout" : "");
-        if (l.mha_layout) {
-          out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {out_el, out_el}, "mha_output_permute"));
-          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
-          bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {c, c}, "mha_input_transpose"));
-        }
-        break;
-      }
+      case Op::LayerNorm: layernorm(li, bw); break;
+      case Op::Attention: attention(li, bw); break;
       case Op::ToSequence: break;  // reshape and permute: views (the class token's cat copies)
       case Op::ClassToken:
         // torch.cat([class_token.expand(B, -1, -1), x], dim=1): a copy of x and the token; backward
@@ -515,7 +575,7 @@ struct Lowering {
       case Op::Add: {
         // Backward of an add passes the gradient through: no kernel. The accumulation where a tensor
         // fans out is costed at the producer (layer()).
-        KernelDesc add = kernel(KernelKind::Add, Pass::Fwd, li, {out_el, static_cast<int64_t>(l.in.size())});
+        KernelDesc add = kernel(KernelKind::Add, Pass::Fwd, li, {out_el, static_cast<int64_t>(l.in.size())}, add_variant(li));
         // Under autocast the residual add of a 16-bit branch into the FP32 stream reads that input at
         // 2 bytes an element, not the FP32 kernel's 4 (the model input counts as 16-bit).
         if (fp32[li])
@@ -688,6 +748,7 @@ struct Lowering {
     grad_accum.assign(L, {});
     requires_grad.assign(L, false);
     fp32 = autocast_fp32_outputs(g, prec);
+    permuted = permuted_outputs(g);
     for (int i = 0; i < L; ++i) layer(i);
     for (int i = L - 1; i >= 0; --i) {
       for (auto& k : grad_accum[i]) out.backward.push_back(k);
@@ -726,7 +787,7 @@ struct Lowering {
 }  // namespace
 
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p, const StepMode& mode) {
-  Lowering low{g, batch, p, mode, {}, {}, {}, {}, {}};
+  Lowering low{g, batch, p, mode, {}, {}, {}, {}, {}, {}};
   low.run();
   return std::move(low.out);
 }
