@@ -153,7 +153,9 @@ TEST_CASE("transformers: attention lowers to flash attention's fused kernels, ca
   const Graph gpt = load_model("gpt2_small");
   const IterationKernels k = lower_iteration(gpt, 4, Precision::BF16);
   const auto ks = kernels_of(k, index_of(gpt, "transformer.h.3.attn.sdpa"));
-  REQUIRE(ks.size() == 2);  // fwd and bwd, nothing else (no T x T softmax, no copies)
+  // fwd and bwd, and the packed q/k/v's gradient concatenated: no T x T softmax, no other copies
+  REQUIRE(ks.size() == 3);
+  CHECK(std::string(ks[2].variant) == "qkv_split_grad");
   const KernelDesc* fwd = find_kernel(ks, KernelKind::Attention, Pass::Fwd);
   const KernelDesc* bwd = find_kernel(ks, KernelKind::Attention, Pass::Bwd);
   REQUIRE(fwd);
@@ -511,4 +513,22 @@ TEST_CASE("transformers: nn.MultiheadAttention's permuted residual stream: Layer
       CHECK(std::string(d.variant) != "permuted_stream_copy");
       CHECK(std::string(d.variant).rfind("strided", 0) == std::string::npos);
     }
+}
+
+TEST_CASE("transformers: backward casts each residual add's gradient to its 16-bit branch and concatenates a packed q/k/v's") {
+  const Graph gpt = load_model("gpt2_small");
+  auto count = [](const std::vector<KernelDesc>& ks, const std::string& v) {
+    int c = 0;
+    for (const auto& d : ks) c += d.kind == KernelKind::Eltwise && v == d.variant;
+    return c;
+  };
+  const IterationKernels b = lower_iteration(gpt, 2, Precision::BF16), f = lower_iteration(gpt, 2, Precision::FP32);
+  // 12 blocks x 2 residual adds of a bf16 branch into the FP32 stream, beside the casts of the 25
+  // linear layers' FP32 inputs (c_attn, c_fc and lm_head read a layernorm's FP32 output).
+  CHECK(count(b.backward, "autocast_cast") == 24 + 25);
+  CHECK(count(f.backward, "autocast_cast") == 0);
+  CHECK(count(b.backward, "qkv_split_grad") == 12);
+  CHECK(count(f.backward, "qkv_split_grad") == 12);
+  // BERT's q, k and v come from three linear layers: nothing to concatenate.
+  CHECK(count(lower_iteration(load_model("bert_base"), 2, Precision::BF16).backward, "qkv_split_grad") == 0);
 }

@@ -448,6 +448,27 @@ struct Lowering {
     bw.push_back(kernel(KernelKind::Pool, Pass::Bwd, li, sh, mode));
   }
 
+  void residual_add(int li, std::vector<KernelDesc>& bw) {
+    const Layer& l = g.layers[li];
+    const int64_t out_el = n * l.out.elements();
+    std::vector<KernelDesc>& fw = out.forward;
+    // Backward of an add passes the gradient through: no kernel. The accumulation where a tensor
+    // fans out is costed at the producer (layer()).
+    KernelDesc add = kernel(KernelKind::Add, Pass::Fwd, li, {out_el, static_cast<int64_t>(l.in.size())}, add_variant(li));
+    // Under autocast the residual add of a 16-bit branch into the FP32 stream reads that input at
+    // 2 bytes an element, not the FP32 kernel's 4 (the model input counts as 16-bit).
+    // Its backward then casts the FP32 gradient to the branch's 16 bits (autograd gives each input a
+    // gradient of its own dtype: the profiles' bfloat16_copy kernels, one per residual add).
+    if (fp32[li])
+      for (int j : l.inputs)
+        if (j < 0 || !fp32[j]) {
+          add.bytes -= 2.0 * static_cast<double>(out_el);
+          if (j >= 0 && requires_grad[j])
+            bw.push_back(make(KernelKind::Eltwise, Pass::Bwd, MathMode::FP32, li, {out_el, (out_el + 1) / 2}, "autocast_cast"));
+        }
+    fw.push_back(add);
+  }
+
   // Operands of different layouts (a permuted residual stream and a contiguous branch) make ATen run
   // its strided add, slower still when the operand read out of order is FP32.
   const char* add_variant(int li) const {
@@ -480,6 +501,9 @@ struct Lowering {
       bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {out_el, out_el}, "mha_output_permute"));
     }
     both_passes(KernelKind::Attention, li, {n, heads, x.h, head_dim, l.causal ? 1 : 0}, bw, l.dropout_p > 0 ? "dropout" : "");
+    // q, k and v split from one packed projection (GPT-2's c_attn): the backward concatenates their
+    // gradients into the packed one (the profile's CatArrayBatchedCopy, one per layer).
+    if (!l.mha_layout && l.in.size() == 1) bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "qkv_split_grad"));
     if (l.mha_layout && l.in.size() == 1) {
       // q, k and v are selected from the packed in_proj output; each select's backward zero-fills
       // a gradient of the packed size and copies its slice in, and the three are summed (the
@@ -572,18 +596,7 @@ struct Lowering {
       case Op::MaxPool2d:
       case Op::AvgPool2d:
       case Op::AdaptiveAvgPool2d: pool(li, bw); break;
-      case Op::Add: {
-        // Backward of an add passes the gradient through: no kernel. The accumulation where a tensor
-        // fans out is costed at the producer (layer()).
-        KernelDesc add = kernel(KernelKind::Add, Pass::Fwd, li, {out_el, static_cast<int64_t>(l.in.size())}, add_variant(li));
-        // Under autocast the residual add of a 16-bit branch into the FP32 stream reads that input at
-        // 2 bytes an element, not the FP32 kernel's 4 (the model input counts as 16-bit).
-        if (fp32[li])
-          for (int j : l.inputs)
-            if (j < 0 || !fp32[j]) add.bytes -= 2.0 * static_cast<double>(out_el);
-        fw.push_back(add);
-        break;
-      }
+      case Op::Add: residual_add(li, bw); break;
       case Op::Concat: both_passes(KernelKind::Concat, li, {out_el}, bw); break;
       case Op::Dropout: both_passes(KernelKind::Dropout, li, {in_el}, bw); break;
       case Op::Flatten:
