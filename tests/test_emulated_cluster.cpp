@@ -25,11 +25,12 @@ namespace {
 
 const std::string kData = std::string(DTSIM_SOURCE_DIR) + "/validation/data/h200-sxm/emulated";
 
-std::vector<ValidationRow> validate_on(const std::string& folder, const std::string& setting) {
+// `dir`: the folder of the calibrated cluster under kData ("gpu4/" for the 4-GPU host's).
+std::vector<ValidationRow> validate_on(const std::string& folder, const std::string& setting, const std::string& dir = "") {
   std::vector<MeasuredRun> runs;
   for (const auto& f : measured_run_files({kData + "/" + folder})) runs.push_back(parse_measured_run(load_json_file(f), f));
   ValidationOptions opt;
-  opt.cluster = kData + "/h200-sockets-" + setting + ".json";
+  opt.cluster = kData + "/" + dir + "h200-sockets-" + setting + ".json";
   return validate_runs(runs, opt);
 }
 
@@ -144,4 +145,25 @@ TEST_CASE("emulated cluster: DDP without overlap and local SGD on the calibrated
       CHECK(r.strategy == (folder == "s2x2/harness_local_sgd" ? "local-sgd" : "dp"));
     }
   }
+}
+
+TEST_CASE("emulated cluster: 4 GPUs as 4 socket nodes, on the cluster calibrated from their own collectives") {
+  // validation/data/h200-sxm/emulated/gpu4: one host of 4 x H200, setting 2x2.
+  const auto rows = validate_on("gpu4/s2x2/harness", "s2x2", "gpu4/");
+  const auto base = validate_on("gpu4/baseline_1gpu/harness", "s2x2", "gpu4/");
+  REQUIRE(rows.size() == 6);
+  REQUIRE(base.size() == 6);
+  std::map<std::string, const ValidationRow*> one_gpu;
+  for (const auto& b : base) one_gpu[b.run.model] = &b;
+  std::vector<double> errors, efficiency_diffs;
+  for (const auto& r : rows) {
+    INFO(r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
+    errors.push_back(r.error);
+    CHECK(std::fabs(r.error) <= 0.12);  // the issue's worst case; reached 9.5% (densenet121)
+    REQUIRE(one_gpu.count(r.run.model));
+    const ValidationRow& b = *one_gpu[r.run.model];
+    efficiency_diffs.push_back(b.predicted_s / r.predicted_s - b.run.iteration_s / r.run.iteration_s);
+  }
+  CHECK(median_abs(errors) <= 0.05);             // the issue's target; reached 2.0%
+  CHECK(median_abs(efficiency_diffs) <= 0.03);   // reached 1.5 points (densenet121 11.7, mobilenet_v2 7.1)
 }
