@@ -20,6 +20,8 @@ step calls them, and written in the harness's kernel-CSV schema (validation/READ
               kernel's rows (impl cuda_kernel) which stop at 1000 classes.
   activation  F.gelu(x, approximate) for gelu and gelu_tanh; bwd = aten.gelu_backward.
   gemm        nn.Linear's three GEMMs (kernel_sweep.gemm_rows) on transformer widths with B*T rows.
+  vocab       the same on vocabulary-sized output layers (many not a multiple of 8), written to
+              vocab.csv in gemm's columns.
 
 Each time is taken two ways (kernel_sweep.measure): time_median_s, back-to-back stream time with CUDA
 events around every repeat (the harness's definition), and time_graph_s, K calls in one CUDA graph
@@ -79,7 +81,8 @@ COLS = {
     "softmax_ce": ["kind", "pass", "math_mode", "dtype", "N", "classes"] + TIMES,
     "activation": ["kind", "pass", "math_mode", "dtype", "op", "elements"] + TIMES,
 }
-SHARE = {"attention": 0.4, "layernorm": 0.12, "embedding": 0.1, "softmax_ce": 0.13, "activation": 0.07, "gemm": 0.18}
+SHARE = {"attention": 0.4, "layernorm": 0.12, "embedding": 0.1, "softmax_ce": 0.13, "activation": 0.07, "gemm": 0.18,
+         "vocab": 0.18}
 
 
 def log_uniform_int(rng, lo, hi):
@@ -286,8 +289,25 @@ def gemm(rng):
                       "time_graph_s", "graph_calls", "split"], r)) for r in out]
 
 
+def vocab(rng):
+    """A language model's output layer and its tied embedding's GEMMs: widths 768..4096 against
+    vocabulary sizes, many not a multiple of 8 (cuBLAS then runs alignment-1 kernels), beside aligned
+    ones. Split as gemm's."""
+    fin = rng.choice([768, 1024, 1280, 1600, 2048, 2560, 4096])
+    fout = rng.choice([50257, 50257, 30522, 30522, 32000, 50304, 32768, 49408, 51200, 128256,
+                       2 * log_uniform_int(rng, 5000, 65000) + 1])
+    rows_n = rng.choice([1024, 2048, 4096, 8192, 16384, 65536, log_uniform_int(rng, 256, 32768)])
+    mode = rng.choice(["bf16", "bf16", "bf16", "fp32"])
+    if 2.0 * rows_n * fin * fout > (4e12 if mode == "bf16" else 6e11):
+        return None
+    out = gemm_rows(rows_n, fin, fout, mode, "vocab", "heldout" if rows_n >= 65536 else "train")
+    return [dict(zip(["kind", "pass", "math_mode", "dtype", "M", "N", "K", "transA", "transB", "batch", "in_features",
+                      "out_features", "impl", "time_median_s", "time_min_s", "time_spread_s", "repeats", "source",
+                      "time_graph_s", "graph_calls", "split"], r)) for r in out]
+
+
 SECTIONS = {"attention": attention, "layernorm": layernorm, "embedding": embedding, "softmax_ce": softmax_ce,
-            "activation": activation, "gemm": gemm}
+            "activation": activation, "gemm": gemm, "vocab": vocab}
 
 
 def provenance(a, counts, seconds):
