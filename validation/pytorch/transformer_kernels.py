@@ -274,6 +274,15 @@ WIDTHS = [(768, 2304), (768, 768), (768, 3072), (3072, 768), (768, 50257), (768,
           (4096, 12288), (4096, 11008), (11008, 4096), (768, 1000)]
 
 
+GEMM_COLS = ["kind", "pass", "math_mode", "dtype", "M", "N", "K", "transA", "transB", "batch", "in_features",
+             "out_features", "impl", "time_median_s", "time_min_s", "time_spread_s", "repeats", "source",
+             "time_graph_s", "graph_calls", "split"]
+
+
+def gemm_dicts(rows):
+    return [dict(zip(GEMM_COLS, r)) for r in rows]
+
+
 def gemm(rng):
     fin, fout = rng.choice(WIDTHS)
     rows_n = rng.choice([512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, log_uniform_int(rng, 256, 65536)])
@@ -284,9 +293,7 @@ def gemm(rng):
     # harness's range (kernel_sweep.gemm_split): that would hold out every vocabulary-sized GEMM, the
     # one a language model's step spends most in (768 x 50257, unaligned).
     out = gemm_rows(rows_n, fin, fout, mode, "transformer", "heldout" if rows_n >= 65536 else "train")
-    return [dict(zip(["kind", "pass", "math_mode", "dtype", "M", "N", "K", "transA", "transB", "batch", "in_features",
-                      "out_features", "impl", "time_median_s", "time_min_s", "time_spread_s", "repeats", "source",
-                      "time_graph_s", "graph_calls", "split"], r)) for r in out]
+    return gemm_dicts(out)
 
 
 def vocab(rng):
@@ -301,9 +308,7 @@ def vocab(rng):
     if 2.0 * rows_n * fin * fout > (4e12 if mode == "bf16" else 6e11):
         return None
     out = gemm_rows(rows_n, fin, fout, mode, "vocab", "heldout" if rows_n >= 65536 else "train")
-    return [dict(zip(["kind", "pass", "math_mode", "dtype", "M", "N", "K", "transA", "transB", "batch", "in_features",
-                      "out_features", "impl", "time_median_s", "time_min_s", "time_spread_s", "repeats", "source",
-                      "time_graph_s", "graph_calls", "split"], r)) for r in out]
+    return gemm_dicts(out)
 
 
 SECTIONS = {"attention": attention, "layernorm": layernorm, "embedding": embedding, "softmax_ce": softmax_ce,
