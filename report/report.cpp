@@ -290,6 +290,7 @@ std::string memory_text(const MemoryFit& m) {
   row("optimizer state", m.optimizer_bytes);
   row("activations kept for backward", m.activations_bytes);
   row("backward transient", m.transient_bytes);
+  row("model output (held by the loop)", m.output_held_bytes);
   row("convolution workspace", m.workspace_bytes);
   row("DDP gradient buckets", m.buckets_bytes);
   row("allocator reserve", m.reserve_bytes);

@@ -226,6 +226,28 @@ static SavedTensors saved_tensors(const Graph& g, int64_t batch, Precision p) {
 
 double saved_activation_bytes(const Graph& g, int64_t batch, Precision p) { return saved_tensors(g, batch, p).total; }
 
+// A training loop holds the model's output until the step ends (`out = model(x); loss =
+// criterion(out, y); loss.backward()`): where the graph ends in its loss, that output is the loss's
+// input, a language model's logits (B x T x vocabulary), alive through the backward pass.
+static double model_output_held_bytes(const Graph& g, double n, Precision p) {
+  const int L = static_cast<int>(g.layers.size());
+  if (L == 0 || g.layers[L - 1].op != Op::SoftmaxCrossEntropy || g.layers[L - 1].inputs[0] < 0) return 0;
+  const bool fp32_logits = autocast_fp32_outputs(g, p)[g.layers[L - 1].inputs[0]];
+  return n * g.layers[L - 1].in[0].elements() * (fp32_logits || !is_16bit(p) ? 4 : 2);
+}
+
+// What backward holds besides saved tensors while it runs layer l: the gradient flowing in and the one
+// it produces (and autocast's 16-bit weight copy's gradient).
+static double backward_flow_bytes(const Layer& l, double n, Precision p) {
+  const double ab = is_16bit(p) ? 2 : 4;
+  double in_el = 0;
+  for (const Shape& s : l.in) in_el += s.elements();
+  // The loss's backward: nll_loss's FP32 gradient of the log-probabilities, while both saved copies
+  // are still alive (16-bit), or that gradient and log_softmax's gradient of the logits (FP32).
+  if (l.op == Op::SoftmaxCrossEntropy) return n * in_el * (is_16bit(p) ? 4 : 8);
+  return n * (l.out.elements() + in_el) * ab + (is_16bit(p) ? static_cast<double>(l.params()) * 2 : 0);
+}
+
 MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu, const MemorySpec& spec,
                      double input_batches_held, Optimizer optimizer) {
   const bool adam = optimizer != Optimizer::Sgd;
@@ -264,20 +286,19 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
     if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies += cast_copy_elements(l) * 2;
   }
   m.weight_copies_bytes = copies;
+  const double held_output = model_output_held_bytes(g, n, p);
   double grads = 0, peak = 0, largest_flow = 0, largest_ws = 0;
   for (int i = L - 1; i >= 0; --i) {
     const Layer& l = g.layers[i];
     const double lp = static_cast<double>(l.params());
     grads += lp * 4;
-    double in_el = 0;
-    for (const Shape& s : l.in) in_el += s.elements();
-    const double flow = n * (l.out.elements() + in_el) * ab + (is_16bit(p) ? lp * 2 : 0);
+    const double flow = backward_flow_bytes(l, n, p);
     double ws = 0;
     if (l.op == Op::Conv2d) {
       double operands = n * (l.in[0].elements() + l.out.elements()) * ab + lp * ab;
       ws = std::min(operands * spec.conv_workspace_operand_factor, spec.conv_workspace_max_bytes);
     }
-    const double live = grads + live_saved + copies + flow + ws;
+    const double live = grads + live_saved + copies + flow + ws + held_output;
     if (live > peak) {
       peak = live;
       largest_flow = flow;
@@ -287,6 +308,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
     if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies -= cast_copy_elements(l) * 2;
   }
   m.transient_bytes = largest_flow;
+  m.output_held_bytes = held_output;
   m.workspace_bytes = largest_ws;
   m.backward_peak_bytes = base + peak;
   m.peak_phase = m.backward_peak_bytes >= m.step_peak_bytes ? "backward" : "optimizer step";
@@ -311,6 +333,7 @@ Json memory_json(const MemoryFit& m) {
               {"optimizer_state_bytes", m.optimizer_bytes},
               {"activations_bytes", m.activations_bytes},
               {"backward_transient_bytes", m.transient_bytes},
+              {"model_output_held_bytes", m.output_held_bytes},
               {"workspace_bytes", m.workspace_bytes},
               {"ddp_buckets_bytes", m.buckets_bytes},
               {"input_data_bytes", m.input_bytes},

@@ -64,6 +64,7 @@ struct MemoryFit {
   double optimizer_bytes = 0;
   double activations_bytes = 0;
   double transient_bytes = 0;
+  double output_held_bytes = 0;  // the model's output, which the training loop keeps through backward
   double workspace_bytes = 0;
   double buckets_bytes = 0;  // DDP
   double input_bytes = 0;    // batches the training loop holds on the GPU
