@@ -24,6 +24,7 @@ RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t bat
   r.peak_flops = c.gpu.peak_flops;
   r.memory_bandwidth_Bps = c.gpu.memory_bandwidth_Bps;
   r.compute_efficiency = c.gpu.compute_efficiency;
+  for (int m = 0; m < kMathModes; ++m) r.compute_efficiency_by_math[m] = c.gpu.compute_efficiency_for(static_cast<MathMode>(m));
   r.memory_efficiency = c.gpu.memory_efficiency;
   auto model = make_compute_model(compute_model, c.gpu);
   r.compute_model = model->name();
@@ -53,15 +54,17 @@ RooflineReport roofline_report(const Graph& g, const ClusterSpec& c, int64_t bat
 double ridge_intensity(const RooflineReport& r, MathMode m) { return r.peak_flops[static_cast<int>(m)] / r.memory_bandwidth_Bps; }
 
 Json roofline_json(const RooflineReport& r) {
-  Json peaks = Json::object(), ridges = Json::object();
+  Json peaks = Json::object(), ridges = Json::object(), efficiency = Json::object();
   for (int m = 0; m < kMathModes; ++m) {
     const char* mode = math_name(static_cast<MathMode>(m));
     if (r.peak_flops[m] > 0) {
       peaks[mode] = r.peak_flops[m];
       ridges[mode] = ridge_intensity(r, static_cast<MathMode>(m));
+      efficiency[mode] = r.compute_efficiency_by_math[m];
     } else {  // no such math on this GPU
       peaks[mode] = nullptr;
       ridges[mode] = nullptr;
+      efficiency[mode] = nullptr;
     }
   }
   Json pts = Json::array();
@@ -80,6 +83,7 @@ Json roofline_json(const RooflineReport& r) {
               {"memory_bandwidth_Bps", r.memory_bandwidth_Bps},
               {"ridge_intensity_flops_per_byte", ridges},
               {"compute_efficiency", r.compute_efficiency},
+              {"compute_efficiency_by_math", efficiency},
               {"memory_efficiency", r.memory_efficiency},
               {"kernel_time_s", r.total_s},
               {"kernels", pts}};

@@ -37,6 +37,8 @@ struct RooflineReport {
   std::array<double, kMathModes> peak_flops{};  // 0: the GPU has no such math
   double memory_bandwidth_Bps = 0;
   double compute_efficiency = 1, memory_efficiency = 1;
+  // The attainable fraction of each math unit's peak (GpuSpec::compute_efficiency_for).
+  std::array<double, kMathModes> compute_efficiency_by_math{};
   std::vector<RooflinePoint> points;  // forward, backward, update, in execution order
   double total_s = 0;
 };

@@ -239,7 +239,7 @@ Plot roofline_plot(const RooflineReport& r, const std::string& path, const std::
     std::string mn = math_name(static_cast<MathMode>(m));
     double pk = r.peak_flops[m] / 1e12;
     gp << "roof_" << mn << "(x) = x * bw < " << num(pk) << " ? x * bw : " << num(pk) << "\n"
-       << "att_" << mn << "(x) = x * bwa < " << num(pk * r.compute_efficiency) << " ? x * bwa : " << num(pk * r.compute_efficiency) << "\n";
+       << "att_" << mn << "(x) = x * bwa < " << num(pk * r.compute_efficiency_by_math[m]) << " ? x * bwa : " << num(pk * r.compute_efficiency_by_math[m]) << "\n";
     plots += "roof_" + mn + "(x) with lines lw 2 lc rgb 'black' dt " + std::to_string(1 + m) + " title " + gp_quote(mn + " roof (" + fmt_sig(pk, 4) + " TFLOP/s)") + ", ";
     plots += "att_" + mn + "(x) with lines lw 1 lc rgb 'gray50' dt " + std::to_string(1 + m) + " title " + gp_quote(mn + " attainable") + ", ";
   }

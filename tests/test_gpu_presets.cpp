@@ -189,3 +189,14 @@ TEST_CASE("gpu presets: a bad compute_efficiency_by_math is an input error namin
   CHECK(r.err.find(field + ".fp32") != std::string::npos);
   CHECK(r.err.find("must be in") != std::string::npos);
 }
+
+TEST_CASE("gpu presets: dtsim roofline reports each math unit's attainable fraction, per-unit where the preset gives one") {
+  const auto r = study_test::run_dtsim("roofline --model resnet18 --batch-per-gpu 8 --cluster v100-sxm2 --format json");
+  REQUIRE(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j["compute_efficiency"].get<double>() == Approx(0.496));
+  CHECK(j["compute_efficiency_by_math"]["fp32"].get<double>() == Approx(0.575));
+  CHECK(j["compute_efficiency_by_math"]["tf32"].get<double>() == Approx(0.575));  // no TF32 units: the FP32 ones
+  CHECK(j["compute_efficiency_by_math"]["fp16"].get<double>() == Approx(0.496));
+  CHECK(j["compute_efficiency_by_math"]["bf16"].is_null());  // no bf16 units
+}
