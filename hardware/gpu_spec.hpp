@@ -28,6 +28,9 @@ struct GpuSpec {
   double memory_bandwidth_Bps = 0;
   double memory_bytes = 0;  // memory_GiB * 2^30
   int sm_count = 0;
+  // SM (boost) clock, Hz; 0 where the preset does not give it. With sm_count it is the rate at which
+  // the SMs issue work, which sets the time of a kernel that neither its FLOPs nor its bytes bound.
+  double sm_clock_Hz = 0;
   // Roofline attainment: the share of peak FLOP/s and of memory bandwidth a well-tuned kernel
   // reaches, and a fixed per-kernel cost on the GPU (ramp-up, tail, launch gap).
   double compute_efficiency = 1;

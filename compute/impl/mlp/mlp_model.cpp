@@ -29,6 +29,25 @@ static bool matrix_rate(const GpuSpec& g, MathMode m) {
   return g.peak_flops[static_cast<int>(m)] > 1.5 * g.peak_flops[static_cast<int>(MathMode::FP32)];
 }
 
+// A kernel's time measured on one GPU, carried to another. The part its roofline explains scales with
+// the ratio of the two roofline times. What a memory-bound kernel takes beyond its bytes' time
+// (depthwise convolutions, small grids: latency and issue, not bandwidth) scales with the rate the
+// SMs issue work, count x clock, which HBM does not change: the H200 has the H100's SMs and clock and
+// 43% more bandwidth, and its measured convolutions run at 0.78-1.00 of the H100's time, near 1 for
+// the kernels farthest below their memory roofline (kernels_mlp/README.md, "Another GPU"). A
+// compute-bound kernel's shortfall is its math units' and scales with their peak, as before; so do
+// all kernels where either preset lacks sm_clock_MHz.
+static double carried_time_s(double measured_s, const KernelTime& source_roof, const KernelTime& target_roof,
+                             const GpuSpec& source, const GpuSpec& target) {
+  const double fixed_diff_s = target.kernel_overhead_s - source.kernel_overhead_s;
+  const double roof_ratio = (target_roof.seconds - fixed_diff_s) / source_roof.seconds;
+  const double beyond_bytes_s = measured_s - source_roof.seconds;
+  if (!source_roof.memory_bound || beyond_bytes_s <= 0 || source.sm_clock_Hz <= 0 || target.sm_clock_Hz <= 0)
+    return measured_s * roof_ratio + fixed_diff_s;
+  const double issue_ratio = (source.sm_count * source.sm_clock_Hz) / (target.sm_count * target.sm_clock_Hz);
+  return target_roof.seconds + beyond_bytes_s * issue_ratio;
+}
+
 bool MlpComputeModel::carries(const Source& s, const KernelDesc& k) const {
   // Attention's products run on the matrix units as the matmuls do (flash attention in bf16/fp16).
   if (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm && k.kind != KernelKind::Attention) return true;
@@ -154,7 +173,6 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
     src.set->predict(batch, measured, &in_range, bases.empty() ? nullptr : &bases);
     for (size_t j = 0; j < base_in_range.size(); ++j) in_range[j] = in_range[j] && base_in_range[j];
     RooflineModel measured_roof(src.gpu);
-    const double fixed_diff_s = target_.kernel_overhead_s - src.gpu.kernel_overhead_s;
     std::vector<size_t> still;
     for (size_t j = 0; j < open.size(); ++j) {
       if (std::isnan(measured[j]) || !carries(src, batch[j]) || (in_range_only && !in_range[j])) {
@@ -162,7 +180,7 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
         continue;
       }
       KernelTime& t = out[open[j]];
-      t.seconds = measured[j] * ((t.seconds - fixed_diff_s) / measured_roof.time(batch[j]).seconds) + fixed_diff_s;
+      t.seconds = carried_time_s(measured[j], measured_roof.time(batch[j]), t, src.gpu, target_);
       t.source = TimeSource::Mlp;
       t.in_range = in_range[j];
       // Physics is a floor on every GPU. The predictors' features are clamped to their training range,
