@@ -57,6 +57,7 @@ GpuSpec parse_gpu(JsonObject o) {
            "81559 MiB in nvidia-smi; the old key was read as 80e9 bytes)");
   g.memory_bytes = o.positive("memory_GiB", 1e6) * 1073741824.0;
   g.sm_count = static_cast<int>(o.integer("sm_count", 1, 100000));
+  if (o.has("l2_cache_MB")) g.l2_cache_bytes = o.positive("l2_cache_MB", 1e6) * 1e6;
   JsonObject r = o.object("roofline");
   g.compute_efficiency = r.number("compute_efficiency", 1e-3, 1.0);
   read_efficiency_by_math(r, g);

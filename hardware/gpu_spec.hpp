@@ -28,6 +28,9 @@ struct GpuSpec {
   double memory_bandwidth_Bps = 0;
   double memory_bytes = 0;  // memory_GiB * 2^30
   int sm_count = 0;
+  // L2 cache, from the datasheet; 0 where a preset does not give it. The loss predictors use it to tell
+  // whether PyTorch's multi-pass log_softmax re-reads its rows from L2 or from memory (compute/impl/mlp/features.cpp).
+  double l2_cache_bytes = 0;
   // Roofline attainment: the share of peak FLOP/s and of memory bandwidth a well-tuned kernel
   // reaches, and a fixed per-kernel cost on the GPU (ramp-up, tail, launch gap).
   double compute_efficiency = 1;
