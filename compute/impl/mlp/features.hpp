@@ -3,6 +3,7 @@
 // its inputs are log-scaled shape fields plus derived quantities that explain where time goes:
 // FLOPs, bytes, arithmetic intensity, the implicit GEMM's dimensions and how many waves of output
 // tiles fill the GPU (the tail of the last wave is time spent with idle SMs).
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct Baseline {
   // The bytes the baseline charges a kernel: its own count, except where the measured kernel is known
   // to move more (PyTorch's log_softmax forward on rows it cannot keep on chip reads them three times).
   double traffic_bytes(const KernelDesc& k) const;
+  // The kernel's own roofline, max(FLOPs / peak, KernelDesc::bytes / bandwidth): the bound that
+  // max_roofline_fraction is measured against. memory_s may charge more than the least a kernel must
+  // move (the multi-pass loss's re-reads, which hit L2 on shorter rows), so it is no such bound.
+  double roofline_s(const KernelDesc& k) const { return std::max(compute_s(k), k.bytes / memory_bandwidth_Bps); }
   double seconds(const KernelDesc& k) const;
 };
 

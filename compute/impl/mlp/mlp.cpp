@@ -128,7 +128,7 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
         seconds[idx[r]] = b * std::exp(y(static_cast<Eigen::Index>(r)));
       }
       if (m->max_roofline_fraction > 0)  // the predicted efficiency is bounded by the measured one
-        seconds[idx[r]] = std::max(seconds[idx[r]], std::max(baseline.compute_s(k), baseline.memory_s(k)) / m->max_roofline_fraction);
+        seconds[idx[r]] = std::max(seconds[idx[r]], baseline.roofline_s(k) / m->max_roofline_fraction);
       if (in_range) (*in_range)[idx[r]] = inside[r];
     }
   }
