@@ -58,6 +58,7 @@ GpuSpec parse_gpu(JsonObject o) {
   g.memory_bytes = o.positive("memory_GiB", 1e6) * 1073741824.0;
   g.sm_count = static_cast<int>(o.integer("sm_count", 1, 100000));
   g.sm_clock_Hz = o.has("sm_clock_MHz") ? o.number("sm_clock_MHz", 100, 10000) * 1e6 : 0.0;
+  if (o.has("l2_cache_MB")) g.l2_cache_bytes = o.positive("l2_cache_MB", 1e6) * 1e6;
   JsonObject r = o.object("roofline");
   g.compute_efficiency = r.number("compute_efficiency", 1e-3, 1.0);
   read_efficiency_by_math(r, g);

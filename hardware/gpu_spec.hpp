@@ -31,6 +31,9 @@ struct GpuSpec {
   // SM (boost) clock, Hz; 0 where the preset does not give it. With sm_count it is the rate at which
   // the SMs issue work, which sets the time of a kernel that neither its FLOPs nor its bytes bound.
   double sm_clock_Hz = 0;
+  // L2 cache, from the datasheet; 0 where a preset does not give it. The loss predictors use it to tell
+  // whether PyTorch's multi-pass log_softmax re-reads its rows from L2 or from memory (compute/impl/mlp/features.cpp).
+  double l2_cache_bytes = 0;
   // Roofline attainment: the share of peak FLOP/s and of memory bandwidth a well-tuned kernel
   // reaches, and a fixed per-kernel cost on the GPU (ramp-up, tail, launch gap).
   double compute_efficiency = 1;

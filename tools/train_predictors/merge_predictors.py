@@ -58,6 +58,12 @@ def main():
         for field in ("gpu", "data_dir", "format"):
             if m.get(field) != merged.get(field):
                 sys.exit(f"{folder}/manifest.json: {field} {m.get(field)!r} differs from {merged.get(field)!r}")
+        # The baseline is shared by every predictor of the folder: a later folder may add a field the
+        # earlier ones lack (l2_cache_bytes, written since the GPU presets give it), never change one.
+        for field, value in m.get("baseline", {}).items():
+            if field in merged["baseline"] and merged["baseline"][field] != value:
+                sys.exit(f"{folder}/manifest.json: baseline.{field} {value!r} differs from {merged['baseline'][field]!r}")
+            merged["baseline"][field] = value
         offset = len(blob) // 4
         blob += w
         for p in m["predictors"]:

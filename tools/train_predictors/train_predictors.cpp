@@ -95,7 +95,7 @@ double reference_s(const Sample& s, const Baseline& base, const Ratio* ratio) {
 
 // How close a measured kernel came to the datasheet roofline (1: at the peak or the bandwidth).
 double roofline_fraction(const Sample& s, const Baseline& base) {
-  return std::max(base.compute_s(s.kernel), base.memory_s(s.kernel)) / s.time_s;
+  return base.roofline_s(s.kernel) / s.time_s;
 }
 
 struct ErrorStats {

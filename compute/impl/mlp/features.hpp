@@ -3,6 +3,7 @@
 // its inputs are log-scaled shape fields plus derived quantities that explain where time goes:
 // FLOPs, bytes, arithmetic intensity, the implicit GEMM's dimensions and how many waves of output
 // tiles fill the GPU (the tail of the last wave is time spent with idle SMs).
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -19,8 +20,16 @@ struct Baseline {
   std::array<double, kMathModes> peak_flops{};
   double memory_bandwidth_Bps = 1;
   double floor_s = 2e-6;  // launch and ramp: no kernel runs faster
+  double l2_cache_bytes = 0;  // the measured GPU's (0: not known; softmax_ce's row view is then not capped)
   double compute_s(const KernelDesc& k) const { return k.flops / peak_flops[static_cast<int>(k.math)]; }
-  double memory_s(const KernelDesc& k) const { return k.bytes / memory_bandwidth_Bps; }
+  double memory_s(const KernelDesc& k) const { return traffic_bytes(k) / memory_bandwidth_Bps; }
+  // The bytes the baseline charges a kernel: its own count, except where the measured kernel is known
+  // to move more (PyTorch's log_softmax forward on rows it cannot keep on chip reads them three times).
+  double traffic_bytes(const KernelDesc& k) const;
+  // The kernel's own roofline, max(FLOPs / peak, KernelDesc::bytes / bandwidth): the bound that
+  // max_roofline_fraction is measured against. memory_s may charge more than the least a kernel must
+  // move (the multi-pass loss's re-reads, which hit L2 on shorter rows), so it is no such bound.
+  double roofline_s(const KernelDesc& k) const { return std::max(compute_s(k), k.bytes / memory_bandwidth_Bps); }
   double seconds(const KernelDesc& k) const;
 };
 

@@ -128,7 +128,7 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
         seconds[idx[r]] = b * std::exp(y(static_cast<Eigen::Index>(r)));
       }
       if (m->max_roofline_fraction > 0)  // the predicted efficiency is bounded by the measured one
-        seconds[idx[r]] = std::max(seconds[idx[r]], std::max(baseline.compute_s(k), baseline.memory_s(k)) / m->max_roofline_fraction);
+        seconds[idx[r]] = std::max(seconds[idx[r]], baseline.roofline_s(k) / m->max_roofline_fraction);
       if (in_range) (*in_range)[idx[r]] = inside[r];
     }
   }
@@ -175,6 +175,8 @@ void read_baseline(PredictorSet& set, const std::string& mpath) {
   for (int m = 0; m < kMathModes; ++m) set.baseline.peak_flops[m] = b.at("peak_flops").at(math_name(static_cast<MathMode>(m))).get<double>();
   set.baseline.memory_bandwidth_Bps = b.at("memory_bandwidth_Bps").get<double>();
   set.baseline.floor_s = b.at("floor_s").get<double>();
+  set.baseline.l2_cache_bytes = b.value("l2_cache_bytes", 0.0);
+  if (set.baseline.l2_cache_bytes < 0) throw InputError(mpath, "baseline l2_cache_bytes must not be negative");
   if (set.sm_count <= 0 || set.baseline.memory_bandwidth_Bps <= 0) throw InputError(mpath, "baseline must have positive sm_count and bandwidth");
   for (double p : set.baseline.peak_flops)
     if (!(p > 0)) throw InputError(mpath, "baseline peak_flops must be positive");
@@ -266,13 +268,16 @@ Baseline baseline_of(const GpuSpec& gpu) {
   Baseline b;
   b.peak_flops = gpu.peak_flops;
   b.memory_bandwidth_Bps = gpu.memory_bandwidth_Bps;
+  b.l2_cache_bytes = gpu.l2_cache_bytes;
   return b;
 }
 
 Json baseline_json(const Baseline& b, int sm_count) {
   Json peaks;
   for (int m = 0; m < kMathModes; ++m) peaks[math_name(static_cast<MathMode>(m))] = b.peak_flops[m];
-  return Json{{"peak_flops", peaks}, {"memory_bandwidth_Bps", b.memory_bandwidth_Bps}, {"floor_s", b.floor_s}, {"sm_count", sm_count}};
+  Json j{{"peak_flops", peaks}, {"memory_bandwidth_Bps", b.memory_bandwidth_Bps}, {"floor_s", b.floor_s}, {"sm_count", sm_count}};
+  if (b.l2_cache_bytes > 0) j["l2_cache_bytes"] = b.l2_cache_bytes;  // written where the GPU's preset gives it
+  return j;
 }
 
 std::shared_ptr<const PredictorSet> cached_predictors(const std::string& dir) {
