@@ -95,10 +95,17 @@ def debian_packages():
     return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
 
-def export(model, example, path, opset):
+def export(model, example, path, opset, exporter):
+    """exporter: "torchscript" (PyTorch's TorchScript exporter; on PyTorch 2.x asked for with dynamo=False,
+    since 2.9 makes the dynamo exporter the default) or "dynamo" (torch.export-based; it has no
+    training-mode switch and exports the module as it is, in train())."""
+    common = dict(opset_version=opset, input_names=["input"], output_names=["output"], dynamic_axes={"input": {0: "batch"}})
+    if exporter == "dynamo":
+        torch.onnx.export(model, (example,), path, dynamo=True, external_data=False, **common)
+        return
+    extra = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
     torch.onnx.export(model, example, path, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                      opset_version=opset, input_names=["input"], output_names=["output"],
-                      dynamic_axes={"input": {0: "batch"}})
+                      **common, **extra)
 
 
 def main():
@@ -107,16 +114,18 @@ def main():
     ap.add_argument("--full", help="directory for the full exports (weights included); default: a temporary one, deleted")
     ap.add_argument("--opset", type=int, default=17)
     ap.add_argument("--only", nargs="*", help="model names (default: all)")
+    ap.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript")
+    ap.add_argument("--suffix", default="", help="added to each file name (e.g. _torch2 for a PyTorch 2.x export)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     tmp = None if args.full else tempfile.TemporaryDirectory()
     full = args.full or tmp.name
     os.makedirs(full, exist_ok=True)
-    suffix = "" if args.opset == 17 else "_opset%d" % args.opset
+    suffix = ("" if args.opset == 17 else "_opset%d" % args.opset) + args.suffix
     prov_path = os.path.join(args.out, "provenance.json")
     prov = json.load(open(prov_path)) if os.path.exists(prov_path) else {}
     prov.update({
-        "exporter": "torch.onnx.export (TorchScript exporter)",
+        "exporter": "torch.onnx.export (%s exporter)" % ("TorchScript" if args.exporter == "torchscript" else "dynamo"),
         "torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__,
         "training": "TRAINING", "do_constant_folding": False, "input_names": ["input"],
         "dynamic_axes": {"input": {"0": "batch"}}, "example_batch": 1,
@@ -135,13 +144,18 @@ def main():
         x = example()
         src = os.path.join(full, name + suffix + ".onnx")
         dst = os.path.join(args.out, name + suffix + ".onnx")
-        export(model, x, src, args.opset)
+        try:
+            export(model, x, src, args.opset, args.exporter)
+        except Exception as e:  # recorded, not fatal: the other models still export
+            print(name, "export failed:", type(e).__name__, str(e)[:300], flush=True)
+            prov["files"][name + suffix + ".onnx"] = {"model": name, "export_failed": "%s: %s" % (type(e).__name__, str(e)[:300])}
+            continue
         m, stripped = strip(src, dst)
         ops = {}
         for n in m.graph.node:
             ops[n.op_type] = ops.get(n.op_type, 0) + 1
         prov["files"][os.path.basename(dst)] = {
-            "model": name, "opset_version": args.opset, "example_input": list(x.shape), "example_dtype": str(x.dtype),
+            "model": name, "exporter": args.exporter, "opset_version": args.opset, "example_input": list(x.shape), "example_dtype": str(x.dtype),
             "torch_parameters": params, "nodes": len(m.graph.node), "ops": dict(sorted(ops.items())),
             "initializers": len(m.graph.initializer), "stripped_initializers": stripped,
             "full_bytes": os.path.getsize(src), "bytes": os.path.getsize(dst),
