@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "workload/model_json.hpp"
 #include "sim/predict.hpp"
@@ -145,5 +146,45 @@ TEST_CASE("onnx exports: provenance.json records the exporter's versions and eac
       CHECK(f["torch_parameters"].get<int64_t>() == params);
       CHECK(f["bytes"].get<int64_t>() < 1000000);
     }
+  }
+}
+
+TEST_CASE("onnx exports: PyTorch 2.11's TorchScript exporter, the zoo's transformers and ShuffleNet V2") {
+  // tests/data/onnx_exports/torch2 (README there): the same models exported by PyTorch 2.11.
+  for (const auto& [name, params] : kTransformers) {
+    INFO(name);
+    Graph o = exported("torch2/" + name + "_torch2"), z = load_model(name);
+    CHECK(o.params() == params);
+    CHECK(o.fwd_macs_per_sample() == z.fwd_macs_per_sample());
+    same_layers(o, z);
+    CHECK(iteration_s(o) == Approx(iteration_s(z)).epsilon(1e-9));
+  }
+  Graph s = exported("torch2/shufflenet_v2_x1_0_torch2"), t = exported("shufflenet_v2_x1_0");
+  CHECK(s.params() == 2278604);
+  same_layers(s, t);
+}
+
+TEST_CASE("onnx exports: PyTorch 2.11's dynamo exporter, what imports and what is refused") {
+  // tests/data/onnx_exports/dynamo (README there). gpt2_small and bert_base are their zoo entries.
+  for (const std::string name : {"gpt2_small", "bert_base"}) {
+    INFO(name);
+    Graph o = exported("dynamo/" + name + "_dynamo"), z = load_model(name);
+    CHECK(o.params() == kTransformers.at(name));
+    same_layers(o, z);
+    CHECK(iteration_s(o) == Approx(iteration_s(z)).epsilon(1e-9));
+  }
+  // Opset 18 kept (the exporter's down-conversion failed): Split's num_outputs and ReduceMean's axes
+  // input are read with opset-17 rules. Training-mode batchnorm comes decomposed: 56 fewer layers and
+  // their scale and shift not counted as parameters (the README).
+  Graph s = exported("dynamo/shufflenet_v2_x1_0_dynamo");
+  CHECK(s.fwd_macs_per_sample() == exported("shufflenet_v2_x1_0").fwd_macs_per_sample());
+  CHECK(s.layers.size() == 156);
+  CHECK(s.params() == 2262424);
+  // vit_b_16: refused with the node and the reason, not a crash.
+  try {
+    exported("dynamo/vit_b_16_dynamo");
+    FAIL("vit_b_16's dynamo export imported");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("attention pattern only partly recognised") != std::string::npos);
   }
 }

@@ -231,6 +231,21 @@ Known arithmetic(const Eval& e) {
   });
 }
 
+// Mod: fmod = 0 (the default, integers only) takes the divisor's sign, as Python's %; fmod = 1 the
+// dividend's, as C's fmod. nn.MultiheadAttention's export computes its head split with it.
+Known mod(const Eval& e) {
+  if (e.n.input_size() != 2) refuse("must have two inputs");
+  std::vector<const Known*> xs = e.inputs();
+  const bool c_style = e.attr_int("fmod", 0) != 0;
+  if (!c_style && !is_integer(xs[0]->type)) refuse("floating-point inputs need fmod = 1");
+  return elementwise(xs, xs[0]->type, [&](const std::vector<double>& v) {
+    if (v[1] == 0) refuse("divides by zero");
+    double r = std::fmod(v[0], v[1]);
+    if (!c_style && r != 0 && (r < 0) != (v[1] < 0)) r += v[1];
+    return r;
+  });
+}
+
 Known compare(const Eval& e) {
   if (e.n.input_size() != 2) refuse("must have two inputs");
   Binary f = kCompare.at(e.n.op_type());
@@ -488,6 +503,7 @@ const std::map<std::string, OpFn>& ops() {
         {"Constant", constant}, {"Shape", shape},       {"Size", size},         {"Gather", gather}, {"Unsqueeze", unsqueeze},
         {"Squeeze", squeeze},   {"Concat", concat},     {"Reshape", reshape},   {"Slice", slice},   {"Tile", tile},
         {"Expand", expand},     {"Cast", cast},         {"Where", where},       {"Range", range},   {"ConstantOfShape", constant_of_shape},
+        {"Mod", mod},
     };
     for (const auto& [op, f] : kArithmetic) t[op] = arithmetic;
     for (const auto& [op, f] : kCompare) t[op] = compare;

@@ -187,6 +187,61 @@ class Importer {
       n.set_op_type("Identity");
       n.clear_attribute();
     }
+    // PyTorch 2.x's dynamo exporter writes opset 18 and, asked for 17, converts down with libonnx's
+    // version converter, which leaves opset 18's `num_outputs` on Split (gpt2's packed q/k/v); where
+    // the conversion fails it keeps opset 18 (ShuffleNet's channel split), which this libonnx (opsets
+    // up to 17) reads with opset-17 rules.
+    // With a `split` input the input gives the parts; without one an opset-13..17 Split cuts its axis
+    // into as many equal parts as it has outputs: the same thing when num_outputs is that count. Either
+    // way the attribute goes.
+    if (opset_ < 18 || max_opset < 18)
+      for (auto& n : *model_.mutable_graph()->mutable_node()) {
+        if (!default_domain(n) || n.op_type() != "Split") continue;
+        const bool split_input = n.input_size() > 1 && !n.input(1).empty();
+        auto* attrs = n.mutable_attribute();
+        for (int i = 0; i < attrs->size(); ++i) {
+          if (attrs->Get(i).name() != "num_outputs") continue;
+          if (!split_input && attrs->Get(i).i() != n.output_size())
+            fail_at(n, "num_outputs (an opset-18 attribute) is " + std::to_string(attrs->Get(i).i()) + " but the node has " +
+                           std::to_string(n.output_size()) + " outputs: export with opset_version=17 and the TorchScript exporter (dynamo=False)");
+          attrs->DeleteSubrange(i, 1);
+          break;
+        }
+      }
+    if (max_opset < 18 && opset_ >= 18) reduce_axes_to_attribute();
+  }
+
+  // Opset 18 moved the Reduce operators' axes (but ReduceSum's, moved in 13) from an attribute to an
+  // input. This libonnx (opsets up to 17) checks and infers them with opset-17 rules, so a constant
+  // axes input (an initializer or a Constant node: what exporters write) becomes the attribute again.
+  void reduce_axes_to_attribute() {
+    static const std::set<std::string> reduce = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                                                  "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+    std::map<std::string, const onnx::TensorProto*> constants;
+    auto* graph = model_.mutable_graph();
+    for (const auto& t : graph->initializer()) constants[t.name()] = &t;
+    for (const auto& n : graph->node())
+      if (default_domain(n) && n.op_type() == "Constant" && n.output_size() == 1)
+        for (const auto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) constants[n.output(0)] = &a.t();
+    for (auto& n : *graph->mutable_node()) {
+      if (!default_domain(n) || !reduce.count(n.op_type()) || n.input_size() < 2 || n.input(1).empty()) continue;
+      auto c = constants.find(n.input(1));
+      std::optional<onnx_fold::Known> axes = c == constants.end() ? std::nullopt : onnx_fold::read_tensor(*c->second);
+      if (!axes) fail_at(n, "its axes come from input '" + n.input(1) + "', not a constant: export with opset_version=17");
+      // noop_with_empty_axes (opset 18) matters only for empty axes, where opset 17 reduces everything.
+      auto* attrs = n.mutable_attribute();
+      for (int i = attrs->size() - 1; i >= 0; --i) {
+        if (attrs->Get(i).name() != "noop_with_empty_axes") continue;
+        if (axes->values.empty() && attrs->Get(i).i() != 0) fail_at(n, "reduces nothing (empty axes, noop_with_empty_axes = 1): export with opset_version=17");
+        attrs->DeleteSubrange(i, 1);
+      }
+      auto* a = n.add_attribute();
+      a->set_name("axes");
+      a->set_type(onnx::AttributeProto::INTS);
+      for (double v : axes->values) a->add_ints(static_cast<int64_t>(v));
+      n.mutable_input()->RemoveLast();
+    }
   }
 
   // Sets the batch dimension of the one real input and drops the shapes the exporter recorded for
