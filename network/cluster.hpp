@@ -63,6 +63,10 @@ struct FrameworkHostCosts {
   bool ddp_gradient_copy = false;
   // nn.Linear's bias added in cuBLASLt's GEMM epilogue (PyTorch): no separate forward bias kernel.
   bool linear_bias_in_gemm = false;
+  // The optimizer's GPU work priced as one pass over all parameters per kind of update (the harness's
+  // one fused kernel over its flat buffer) instead of a kernel per layer (sim/schedule.hpp
+  // update_kernel_times).
+  bool optimizer_update_fused = false;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

@@ -56,6 +56,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
                             "must be a number of seconds in [0, 1]");
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
   f.linear_bias_in_gemm = o.boolean_or("linear_bias_in_gemm", false);
+  f.optimizer_update_fused = o.boolean_or("optimizer_update_fused", false);
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

@@ -1,6 +1,7 @@
 #include "sim/schedule.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "compute/kernel_key.hpp"
 
@@ -56,6 +57,7 @@ ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool reco
   opt.host_cost_s = &f.host_cost_s;
   opt.ddp_gradient_copy = f.ddp_gradient_copy;
   opt.linear_bias_in_gemm = f.linear_bias_in_gemm;
+  opt.optimizer_update_fused = f.optimizer_update_fused;
   opt.iteration_overhead_s = f.iteration_overhead_s;
   opt.record_kernels = record_kernels;
   return opt;
@@ -207,6 +209,34 @@ static bool bias_in_gemm(const Graph& g, const KernelDesc& k) {
   return true;
 }
 
+void update_kernel_times(const ComputeModel& compute, const std::vector<KernelDesc>& update, bool fused_update, std::vector<KernelTime>& out) {
+  if (!fused_update) return compute.times(update, out);
+  // One kernel per kind and variant, over the parameters of all its kernels, at its first kernel's place.
+  std::vector<KernelDesc> fused;
+  std::vector<size_t> fused_at(update.size(), SIZE_MAX), first;
+  for (size_t i = 0; i < update.size(); ++i) {
+    const KernelDesc& k = update[i];
+    if (k.kind != KernelKind::SgdUpdate && k.kind != KernelKind::AdamUpdate) continue;
+    size_t f = 0;
+    while (f < fused.size() && !(fused[f].kind == k.kind && std::string(fused[f].variant) == k.variant && fused[f].math == k.math)) ++f;
+    if (f == fused.size()) {
+      fused.push_back(k);
+      fused.back().shape[0] = 0;
+      first.push_back(i);
+    }
+    fused[f].shape[0] += k.shape[0];
+    fused_at[i] = f;
+  }
+  std::vector<KernelDesc> priced = update;
+  for (size_t f = 0; f < fused.size(); ++f) {
+    set_cost(fused[f]);
+    priced[first[f]] = fused[f];
+  }
+  compute.times(priced, out);
+  for (size_t i = 0; i < update.size(); ++i)
+    if (fused_at[i] != SIZE_MAX && first[fused_at[i]] != i) out[i].seconds = 0;
+}
+
 IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all, const ComputeModel& compute,
                                      const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
   IterationKernels fused;
@@ -227,7 +257,7 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
   std::vector<KernelTime> fwd_t, bwd_t, upd_t;
   compute.times(k.forward, fwd_t);
   compute.times(k.backward, bwd_t);
-  compute.times(k.update, upd_t);
+  update_kernel_times(compute, k.update, opt.optimizer_update_fused, upd_t);
 
   ComputeStream stream(t, opt);
   for (size_t i = 0; i < k.forward.size(); ++i) t.layers[k.forward[i].layer].fwd_s += stream.issue(k.forward[i], fwd_t[i], 0).first;

@@ -331,7 +331,7 @@ void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Pre
   st.host = before_update > 0 ? t.kernels[before_update - 1].issue_s : c.framework.iteration_overhead_s;
   for (const auto& b : t.buckets) st.ready.push_back(gr.overlap ? b.ready_s : t.backward_end_s);
   std::vector<KernelTime> upd;
-  gr.compute->times(k.update, upd);
+  update_kernel_times(*gr.compute, k.update, opt.optimizer_update_fused, upd);
   for (size_t i = 0; i < k.update.size(); ++i) {
     st.update_s.push_back(upd[i].seconds);
     st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt.host_cost_s, opt.launch_overhead_s));

@@ -53,9 +53,12 @@ TEST_CASE("accuracy: H100 harness runs within the issue's 5% mean error") {
   INFO("runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
   CHECK(s.n == 54);
   CHECK(s.mean <= 0.05);
-  // Reached: 15.8% (alexnet b64 bf16 on 4 GPUs, predicted low) since the conv2d predictors got a
-  // third layer (2026-11-27); 16.9% before, 15.5% before they were retrained on 2.8 times the shapes.
-  CHECK(s.max <= 0.165);
+  // Reached since the harness's optimizer is priced as its one fused kernel and the profile's host
+  // costs were refitted (2026-11-28): mean 2.7%, median 1.7%, max 14.1% (alexnet b64 bf16 on 4 GPUs,
+  // predicted low); before, 4.0% / 3.2% / 15.7%.
+  CHECK(s.mean <= 0.03);
+  CHECK(s.median <= 0.02);
+  CHECK(s.max <= 0.145);
 }
 
 TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets not met yet)") {
