@@ -20,9 +20,40 @@ static bool multi_pass_loss(const KernelDesc& k) {
          static_cast<double>(k.shape[1]) * element_bytes(k.math) > kLossOnChipRowBytes;
 }
 
+// PyTorch's layer norm (aten/src/ATen/native/cuda/layer_norm_kernel.cu) runs one 128-thread block per
+// row, 16 of which an SM's 2,048 threads hold, where the row is a multiple of its 4-element vectors. The
+// forward reads its row for the statistics, then again to normalize and write it; the backward's input
+// gradient reads dy and x for the two row sums, then both again to write dx. The second read hits L2
+// while the tensors the resident rows stream (x and y; dy, x and dx) fit in it. A forward row of other
+// lengths is two kernels (the statistics of every row, then the normalization), so the second read
+// hits L2 while the whole x and y fit in it.
+constexpr double kLayerNormRowsPerSm = 16;
+constexpr int64_t kLayerNormVectorElements = 4;
+
+static bool layernorm_vectorized(const KernelDesc& k) { return k.shape[1] % kLayerNormVectorElements == 0; }
+
+static double layernorm_row_tensors(const KernelDesc& k) { return k.pass == Pass::Fwd ? 2 : 3; }
+static double layernorm_reread_tensors(const KernelDesc& k) { return k.pass == Pass::Fwd ? 1 : 2; }
+
+// Whether the layer norm's second read comes from memory: the rows resident at a time (all of them when
+// there are fewer than the GPU holds) stream more than L2 holds.
+static bool layernorm_rereads_memory(const KernelDesc& k, const Baseline& base) {
+  if (k.kind != KernelKind::LayerNorm || base.l2_cache_bytes <= 0 || base.sm_count <= 0) return false;
+  const double rows = static_cast<double>(k.shape[0]), row_elements = static_cast<double>(k.shape[1]);
+  const bool two_kernels = k.pass == Pass::Fwd && !layernorm_vectorized(k);
+  const double resident_rows = two_kernels ? rows : std::min(rows, kLayerNormRowsPerSm * base.sm_count);
+  return layernorm_row_tensors(k) * resident_rows * row_elements * element_bytes(k.math) > base.l2_cache_bytes;
+}
+
 // The multi-pass forward moves the logits three times and its output once: twice the two passes
 // KernelDesc::bytes counts (workload/kernels.cpp), where the re-reads miss L2 (kernel_view below).
-double Baseline::traffic_bytes(const KernelDesc& k) const { return multi_pass_loss(k) ? 2 * k.bytes : k.bytes; }
+// A layer norm whose second read misses L2 moves its re-read tensors once more.
+double Baseline::traffic_bytes(const KernelDesc& k) const {
+  if (multi_pass_loss(k)) return 2 * k.bytes;
+  if (layernorm_rereads_memory(k, *this))
+    return k.bytes + layernorm_reread_tensors(k) * static_cast<double>(k.shape[0]) * k.shape[1] * element_bytes(k.math);
+  return k.bytes;
+}
 
 double Baseline::seconds(const KernelDesc& k) const { return std::max(compute_s(k), memory_s(k)) + floor_s; }
 
@@ -32,6 +63,7 @@ double Baseline::seconds(const KernelDesc& k) const { return std::max(compute_s(
 // classes): the MLP sees such a row at the length where that starts, the baseline (traffic_bytes)
 // scales the time to the real one. Without this, classes beyond the training range were clamped
 // while N x classes and the roofline times were not, a combination no training row had.
+
 static KernelDesc kernel_view(const KernelDesc& k, int sm_count, const Baseline& base) {
   if (!multi_pass_loss(k) || base.l2_cache_bytes <= 0) return k;
   const double resident_rows = kLossRowsPerSm * std::max(sm_count, 1);
@@ -39,6 +71,15 @@ static KernelDesc kernel_view(const KernelDesc& k, int sm_count, const Baseline&
   if (k.shape[1] <= l2_row_classes) return k;
   KernelDesc seen = k;
   seen.shape[1] = l2_row_classes;
+  set_cost(seen);
+  return seen;
+}
+
+KernelDesc layernorm_trained_view(const KernelDesc& k, int64_t longest_row_elements) {
+  if (k.kind != KernelKind::LayerNorm || longest_row_elements <= 0 || k.shape[1] <= longest_row_elements) return k;
+  KernelDesc seen = k;
+  seen.shape[1] = longest_row_elements;
+  while (seen.shape[1] > 1 && seen.shape[1] % kLayerNormVectorElements != k.shape[1] % kLayerNormVectorElements) --seen.shape[1];
   set_cost(seen);
   return seen;
 }
@@ -79,8 +120,10 @@ static const std::vector<std::string>& kind_feature_names(KernelKind kind) {
   // the SMs and the last one's fill; head_elements is T x head_dim, one head's q (or k, v, o).
   static const std::vector<std::string> attention = {"N", "heads", "T", "head_dim", "causal", "flops", "bytes", "intensity",
                                                      "query_blocks", "waves", "last_wave_fill", "head_elements"};
-  // PyTorch's layer norm kernels run one block per row: row_waves is log2(rows / SMs).
-  static const std::vector<std::string> layernorm = {"rows", "features", "elements", "bytes", "row_waves"};
+  // PyTorch's layer norm kernels run one block per row: row_waves is log2(rows / SMs); vectorized is 1
+  // for rows of whole 4-element vectors (one kernel, vector loads), 0 for others (scalar loads; the
+  // forward is two kernels).
+  static const std::vector<std::string> layernorm = {"rows", "features", "elements", "bytes", "row_waves", "vectorized"};
   static const std::vector<std::string> embedding = {"rows", "dim", "num_embeddings", "bytes", "table_bytes"};
   switch (kind) {
     case KernelKind::Conv2d: return conv;
@@ -242,6 +285,7 @@ static void transformer_features(const KernelDesc& k, int sm_count, std::vector<
       out.push_back(lg(rows * s[1]));
       out.push_back(lg(k.bytes));
       out.push_back(std::log2(rows / std::max(sm_count, 1)));
+      out.push_back(layernorm_vectorized(k) ? 1.0 : 0.0);
       break;
     }
     case KernelKind::Embedding:
