@@ -21,12 +21,13 @@ struct Baseline {
   double memory_bandwidth_Bps = 1;
   double floor_s = 2e-6;  // launch and ramp: no kernel runs faster
   double l2_cache_bytes = 0;  // the measured GPU's (0: not known; softmax_ce's and layernorm's rows are then not capped)
-  int sm_count = 0;  // the measured GPU's (0: not known; layernorm's re-reads are then taken to hit L2)
+  int sm_count = 0;  // the measured GPU's (0: not known; layernorm's second reads are then taken to hit L2)
   double compute_s(const KernelDesc& k) const { return k.flops / peak_flops[static_cast<int>(k.math)]; }
   double memory_s(const KernelDesc& k) const { return traffic_bytes(k) / memory_bandwidth_Bps; }
   // The bytes the baseline charges a kernel: its own count, except where the measured kernel is known
   // to move more (PyTorch's log_softmax forward on rows it cannot keep on chip reads them three times;
-  // its layer norm reads a row twice, the second time from memory once the resident rows overflow L2).
+  // its layer norm forward reads a row twice, the second time from memory once the resident rows
+  // overflow L2).
   double traffic_bytes(const KernelDesc& k) const;
   // The kernel's own roofline, max(FLOPs / peak, KernelDesc::bytes / bandwidth): the bound that
   // max_roofline_fraction is measured against. memory_s may charge more than the least a kernel must
@@ -47,8 +48,8 @@ const std::vector<std::string>& extra_feature_names(KernelKind kind);
 // A layer norm whose row is longer than `longest_row_elements` (the longest a predictor was trained on)
 // as its predictor sees it: a row of that length, or up to 3 elements shorter so that it keeps the
 // real row's remainder of whole 4-element vectors (whether PyTorch runs its vectorized kernel), every
-// feature alike. The baseline, which counts the second read from memory once the resident rows
-// overflow L2 (Baseline::traffic_bytes), scales the time to the real row: past that overflow the time
+// feature alike. The baseline, which counts the forward's second read from memory once the resident
+// rows overflow L2 (Baseline::traffic_bytes), scales the time to the real row: past that overflow the time
 // per element at a given row count no longer depends on the row's length (H100, FP32 forward, 2,500+
 // rows: 4.0 to 4.2 ps per element from 4,096 to 16,384 features), and below a GPU's worth of rows a
 // row's latency grows with its length as its bytes do. Without this the features were clamped while
