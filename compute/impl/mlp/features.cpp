@@ -59,7 +59,6 @@ double Baseline::seconds(const KernelDesc& k) const { return std::max(compute_s(
 // classes): the MLP sees such a row at the length where that starts, the baseline (traffic_bytes)
 // scales the time to the real one. Without this, classes beyond the training range were clamped
 // while N x classes and the roofline times were not, a combination no training row had.
-
 static KernelDesc kernel_view(const KernelDesc& k, int sm_count, const Baseline& base) {
   if (!multi_pass_loss(k) || base.l2_cache_bytes <= 0) return k;
   const double resident_rows = kLossRowsPerSm * std::max(sm_count, 1);
