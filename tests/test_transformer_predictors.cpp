@@ -264,6 +264,43 @@ TEST_CASE("features: the shipped predictors see the features they were trained o
   }
 }
 
+TEST_CASE("layernorm: the forward's second read from memory once the resident rows overflow L2, rows of whole vectors, long rows seen at the trained length") {
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const Baseline base = baseline_of(gpu);
+  REQUIRE(base.sm_count == gpu.sm_count);
+  const double l2 = base.l2_cache_bytes, resident = 16.0 * gpu.sm_count;  // 128-thread blocks, one per row
+  REQUIRE(l2 > 0);
+  auto ln = [](Pass p, int64_t rows, int64_t features) { return kernel(KernelKind::LayerNorm, p, MathMode::FP32, {rows, features}); };
+  // Forward: x and y of the resident rows against L2; past it x is read once more.
+  const int64_t hit_rows = static_cast<int64_t>(l2 / (2 * 16384 * 4.0));  // all resident, x and y just fit
+  CHECK(base.traffic_bytes(ln(Pass::Fwd, hit_rows, 16384)) == ln(Pass::Fwd, hit_rows, 16384).bytes);
+  const KernelDesc miss = ln(Pass::Fwd, hit_rows + 1, 16384);
+  CHECK(base.traffic_bytes(miss) == Approx(miss.bytes + (hit_rows + 1) * 16384 * 4.0));
+  // Past a GPU's worth of rows only the resident ones count: a row that short always hits.
+  const int64_t short_row = static_cast<int64_t>(l2 / (2 * resident * 4)) / 4 * 4 - 4;  // whole 4-element vectors
+  CHECK(base.traffic_bytes(ln(Pass::Fwd, 100000, short_row)) == ln(Pass::Fwd, 100000, short_row).bytes);
+  // A forward row of other lengths is two kernels: every row's x and y count.
+  const KernelDesc two = ln(Pass::Fwd, 100000, short_row + 1);
+  CHECK(base.traffic_bytes(two) == Approx(two.bytes + 100000.0 * (short_row + 1) * 4));
+  // The backward as counted (its time per element shows no step with the row's length).
+  const KernelDesc bwd = ln(Pass::Bwd, 100000, 4096);
+  CHECK(base.traffic_bytes(bwd) == bwd.bytes);
+  Baseline unknown = base;  // a manifest without the GPU's SMs: taken to hit L2
+  unknown.sm_count = 0;
+  CHECK(unknown.traffic_bytes(miss) == miss.bytes);
+  // The vectorized feature, and the view of rows longer than the trained ones (keeping the remainder of 4).
+  std::vector<double> f;
+  features(ln(Pass::Fwd, 300, 9601), gpu.sm_count, base, f);
+  const auto& names = feature_names(KernelKind::LayerNorm);
+  CHECK(f[static_cast<size_t>(std::find(names.begin(), names.end(), "vectorized") - names.begin())] == 0);
+  CHECK(layernorm_trained_view(ln(Pass::Fwd, 300, 16384), 8192).shape[1] == 8192);
+  CHECK(layernorm_trained_view(ln(Pass::Fwd, 300, 9601), 8192).shape[1] == 8189);
+  CHECK(layernorm_trained_view(ln(Pass::Fwd, 300, 9601), 8192).bytes == ln(Pass::Fwd, 300, 8189).bytes);
+  CHECK(layernorm_trained_view(ln(Pass::Fwd, 300, 4096), 8192).shape[1] == 4096);
+  const KernelDesc att = kernel(KernelKind::Attention, Pass::Fwd, MathMode::BF16, {4, 12, 16384, 64, 1});
+  CHECK(layernorm_trained_view(att, 8192).shape[2] == 16384);
+}
+
 TEST_CASE("what-if: an attention predictor carries only to a GPU that runs it on tensor cores too") {
   study_test::TempDir dir("tfpred_carry");
   const GpuSpec h100 = load_gpu("h100-sxm");

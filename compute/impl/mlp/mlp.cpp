@@ -95,6 +95,15 @@ class FlushSubnormals {
 };
 }  // namespace
 
+// A layer norm row longer than any the predictor was trained on (its manifest's feature_max of
+// "features") is seen at the longest of them (layernorm_trained_view).
+static KernelDesc trained_row_view(const Mlp& m, const KernelDesc& k) {
+  if (k.kind != KernelKind::LayerNorm || m.feature_max.size() == 0) return k;
+  const auto it = std::find(m.feature_names.begin(), m.feature_names.end(), "features");
+  if (it == m.feature_names.end()) return k;
+  return layernorm_trained_view(k, std::llround(std::exp2(m.feature_max(it - m.feature_names.begin()))));
+}
+
 void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<double>& seconds, std::vector<bool>* in_range,
                            const std::vector<double>* base_seconds) const {
   const FlushSubnormals flush;
@@ -108,11 +117,15 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
   for (const auto& [m, idx] : groups) {
     const Eigen::Index nf = static_cast<Eigen::Index>(m->feature_names.size());
     // A predictor trained with the optional features lists more names than the standard set.
-    const bool extended = m->feature_names.size() > feature_names(kernels[idx.front()].kind).size();
+    const auto& names = feature_names(kernels[idx.front()].kind);
+    const bool extended = m->feature_names.size() > names.size();
+    // One trained on another feature set (e.g. layernorm's before "vectorized") would read shifted inputs.
+    if (m->feature_names.size() < names.size() || !std::equal(names.begin(), names.end(), m->feature_names.begin()))
+      throw InputError(m->key, "trained on other features than this build computes; retrain it (dtsim-train-predictors)");
     Eigen::MatrixXf x(static_cast<Eigen::Index>(idx.size()), nf);
     for (size_t r = 0; r < idx.size(); ++r) {
       f.clear();
-      features(kernels[idx[r]], sm_count, baseline, f, extended);
+      features(trained_row_view(*m, kernels[idx[r]]), sm_count, baseline, f, extended);
       for (Eigen::Index c = 0; c < nf; ++c) x(static_cast<Eigen::Index>(r), c) = static_cast<float>(f[c]);
     }
     Eigen::VectorXf y;
@@ -176,6 +189,7 @@ void read_baseline(PredictorSet& set, const std::string& mpath) {
   set.baseline.memory_bandwidth_Bps = b.at("memory_bandwidth_Bps").get<double>();
   set.baseline.floor_s = b.at("floor_s").get<double>();
   set.baseline.l2_cache_bytes = b.value("l2_cache_bytes", 0.0);
+  set.baseline.sm_count = set.sm_count;
   if (set.baseline.l2_cache_bytes < 0) throw InputError(mpath, "baseline l2_cache_bytes must not be negative");
   if (set.sm_count <= 0 || set.baseline.memory_bandwidth_Bps <= 0) throw InputError(mpath, "baseline must have positive sm_count and bandwidth");
   for (double p : set.baseline.peak_flops)
@@ -269,6 +283,7 @@ Baseline baseline_of(const GpuSpec& gpu) {
   b.peak_flops = gpu.peak_flops;
   b.memory_bandwidth_Bps = gpu.memory_bandwidth_Bps;
   b.l2_cache_bytes = gpu.l2_cache_bytes;
+  b.sm_count = gpu.sm_count;
   return b;
 }
 
