@@ -409,4 +409,41 @@ TEST_CASE("train-predictors: synthetic layernorm, attention and embedding data t
   }
   ::unsetenv("DTSIM_PREDICTOR_DIR");
 }
+TEST_CASE("train-predictors --with-data: another GPU's rows train beside the target's in one network; only the target's are written") {
+  study_test::TempDir dir("tfpred_with");
+  const std::string h100 = dir.path + "/h100-sxm", h200 = dir.path + "/h200-sxm", out = dir.path + "/pred/h200-sxm";
+  write_synthetic_data(h100);
+  write_synthetic_data(h200);
+  const std::string other = " --with-data h100-sxm:" + h100 + "/layernorm.csv";
+  const std::string fast = " --files layernorm.csv --steps 400 --hidden 32,32 --min-rows 16 --lr 1e-2";
+  auto r = study_test::run_dtsim("train-predictors --data " + h200 + fast + " --joint layernorm --target-vector 1 --out " + out + other);
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const PredictorSet set = load_predictors(out);
+  CHECK(set.gpu == "h200-sxm");
+  CHECK(set.by_key.size() == 4);  // the h200 keys; the KEY@h100-sxm groups trained beside them are not written
+  for (const auto& [key, m] : set.by_key) {
+    INFO(key);
+    CHECK(key.find('@') == std::string::npos);
+    // Scored through the exported MLP: the one-hot of its shared key folded into the first layer's bias.
+    CHECK(m.heldout.at("mape").get<double>() < 0.25);
+  }
+  CHECK(set.manifest.at("trained_with").at("with_data").at(0).at("gpu") == "h100-sxm");
+  CHECK(r.out.find("@h100-sxm") == std::string::npos);  // never scored or written as predictors of their own
+
+  // Bad uses: exit 2 and one line naming the option and the rule.
+  for (const auto& [args, rule] : std::vector<std::pair<std::string, std::string>>{
+           {" --joint layernorm --with-data h100-sxm", "must be GPU:FILE"},
+           {other, "needs --joint"},
+           {" --joint layernorm --with-data h200-sxm:" + h200 + "/layernorm.csv", "names --gpu itself"},
+           {" --evaluate" + other, "is for training"}}) {
+    INFO(args);
+    auto bad = study_test::run_dtsim("train-predictors --data " + h200 + fast + " --out " + dir.path + "/bad" + args);
+    CHECK(bad.code == 2);
+    CHECK(study_test::lines(bad.err) == 1);
+    CHECK(bad.err.find("--with-data") != std::string::npos);
+    CHECK(bad.err.find(rule) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path + "/bad"));
+  }
+}
 #endif

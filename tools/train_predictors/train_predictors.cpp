@@ -73,7 +73,20 @@ struct Options {
   // Channels_last convolution predictors learn log(time / the contiguous twin's predicted time), the
   // base being the shipped predictors of --gpu (MlpComputeModel); exported as ratio predictors (ratio_of).
   bool ratio = false;
+  // Rows measured on other GPUs (GPU:FILE,...), trained beside --data's in the --joint networks with
+  // features and target relative to their own GPU; their predictors are not written.
+  std::string with_data;
 };
+
+// The GPU a group of training rows was measured on: its features and target are relative to it.
+struct GpuContext {
+  int sms = 0;
+  Baseline base;
+};
+
+// --with-data rows are keyed KEY@GPU: the predictor they help train, and the GPU they were measured on.
+bool auxiliary_key(const std::string& key) { return key.find('@') != std::string::npos; }
+std::string shared_key(const std::string& key) { return key.substr(0, key.find('@')); }
 
 // --ratio: each channels_last row's base (its contiguous twin's time by the shipped predictors of the
 // GPU), and the key of the predictor the ratio multiplies, per ratio key.
@@ -152,14 +165,37 @@ std::vector<double> predict_with(const Mlp& m, const std::vector<const Sample*>&
 // keys (--joint), one network sees every group's rows plus a one-hot input naming the group; each
 // key's exported MLP has that constant input folded into its first layer's bias, so the file format
 // and inference are those of a single predictor.
-std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::vector<std::vector<const Sample*>>& groups, int sms,
-                             const Baseline& base, const Options& opt, const std::vector<int>& hidden, const std::string& seed_key,
-                             const Ratio* ratio = nullptr) {
+//
+// With rows of other GPUs (keys KEY@GPU, --with-data), each group's features and target are relative to
+// its own GPU (`ctx`, one per group), and the one-hot names the shared predictor key, plus one column
+// per other GPU: the network learns one kernel family across GPUs, and what a GPU changes in it.
+std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::vector<std::vector<const Sample*>>& groups,
+                             const std::vector<GpuContext>& ctx, const Options& opt, const std::vector<int>& hidden,
+                             const std::string& seed_key, const Ratio* ratio = nullptr) {
   const KernelKind kind = groups.front().front()->kernel.kind;
   std::vector<std::string> names = feature_names(kind);
   if (opt.extra_features) names.insert(names.end(), extra_feature_names(kind).begin(), extra_feature_names(kind).end());
   const int64_t nf = static_cast<int64_t>(names.size());
-  const int64_t ng = groups.size() > 1 ? static_cast<int64_t>(groups.size()) : 0;  // one-hot columns
+  // One-hot columns: one per shared key, then one per other GPU (none for a single group).
+  std::vector<std::string> onehot;
+  auto column = [&onehot](const std::string& name) {
+    auto it = std::find(onehot.begin(), onehot.end(), name);
+    if (it == onehot.end()) it = onehot.insert(it, name);
+    return static_cast<int64_t>(it - onehot.begin());
+  };
+  if (groups.size() > 1) {
+    for (const auto& k : keys) column(shared_key(k));
+    for (const auto& k : keys)
+      if (auxiliary_key(k)) column(k.substr(k.find('@')));
+  }
+  const int64_t ng = static_cast<int64_t>(onehot.size());
+  auto onehot_of = [&](size_t g) {
+    std::vector<int64_t> cols;
+    if (ng == 0) return cols;
+    cols.push_back(column(shared_key(keys[g])));
+    if (auxiliary_key(keys[g])) cols.push_back(column(keys[g].substr(keys[g].find('@'))));
+    return cols;
+  };
   std::vector<const Sample*> train;
   std::vector<int64_t> group_of;
   for (size_t g = 0; g < groups.size(); ++g)
@@ -174,9 +210,10 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
   std::vector<double> f;
   for (int64_t i = 0; i < n; ++i) {
     f.clear();
-    features(train[i]->kernel, sms, base, f, opt.extra_features);
+    const GpuContext& g = ctx[group_of[i]];
+    features(train[i]->kernel, g.sms, g.base, f, opt.extra_features);
     for (int64_t c = 0; c < nf; ++c) x(i, c) = static_cast<float>(f[c]);
-    y(i) = static_cast<float>(std::log(train[i]->time_s / reference_s(*train[i], base, ratio)));
+    y(i) = static_cast<float>(std::log(train[i]->time_s / reference_s(*train[i], g.base, ratio)));
   }
   m.feature_mean = x.colwise().mean();
   m.feature_std = ((x.rowwise() - m.feature_mean.transpose()).array().square().colwise().sum() / std::max<int64_t>(n - 1, 1)).sqrt();
@@ -196,7 +233,8 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
   xr.leftCols(nf) = xn;
   if (ng) {
     xr.rightCols(ng).setZero();
-    for (int64_t i = 0; i < n; ++i) xr(i, nf + group_of[i]) = 1;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c : onehot_of(group_of[i])) xr(i, nf + c) = 1;
   }
   torch::Tensor X = torch::from_blob(xr.data(), {n, nf + ng}, torch::kFloat32).clone();
   torch::Tensor Y = torch::from_blob(yn.data(), {n, 1}, torch::kFloat32).clone();
@@ -289,13 +327,13 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
       if (group_of[i] == static_cast<int64_t>(gi)) {
         mk.feature_min = mk.feature_min.cwiseMin(x.row(i).transpose());
         mk.feature_max = mk.feature_max.cwiseMax(x.row(i).transpose());
-        mk.max_roofline_fraction = std::max(mk.max_roofline_fraction, std::min(1.0, roofline_fraction(*train[i], base)));
+        mk.max_roofline_fraction = std::max(mk.max_roofline_fraction, std::min(1.0, roofline_fraction(*train[i], ctx[gi].base)));
       }
     std::vector<std::vector<RowMatrix>> mw = member_w;
     std::vector<std::vector<Eigen::VectorXf>> mb = member_b;
     if (ng)  // the key's constant one-hot input, folded into the first layer's bias
       for (int k = 0; k < e; ++k) {
-        mb[k][0] += mw[k][0].col(nf + static_cast<Eigen::Index>(gi));
+        for (int64_t c : onehot_of(gi)) mb[k][0] += mw[k][0].col(nf + static_cast<Eigen::Index>(c));
         RowMatrix w0 = mw[k][0].leftCols(nf);
         mw[k][0] = w0;
       }
@@ -475,6 +513,9 @@ int run(int argc, char** argv) {
   app.add_option("--joint", opt.joint,
                  "Comma-separated kernel kinds (e.g. conv2d) whose predictors are trained as one network with a one-hot "
                  "predictor input (folded into each exported MLP)");
+  app.add_option("--with-data", opt.with_data,
+                 "Comma-separated GPU:FILE kernel CSVs measured on other GPUs, trained beside --data's rows in the --joint networks "
+                 "(features and target relative to their own GPU, a one-hot input per GPU); only --gpu's predictors are written");
   app.add_flag("--extra-features", opt.extra_features,
                "Also give the MLPs the optional features (convolutions: power-of-two alignment of channels, spatial sizes "
                "and the pass's implicit GEMM; GEMMs: alignment of M, N, K, tiles for more tile shapes, matrix bytes)");
@@ -528,6 +569,27 @@ int run(int argc, char** argv) {
     }
   }
   if (by_key.empty()) throw InputError(data_dir, "no kernel rows to train on (expected the harness's CSVs)");
+  const GpuContext own{gpu.sm_count, base};
+  std::map<std::string, GpuContext> other_gpus;
+  Json with_data = Json::array();
+  if (!opt.with_data.empty() && (opt.evaluate || !opt.add_ranges.empty()))
+    throw InputError("--with-data", "is for training; --evaluate and --add-ranges read --data alone");
+  for (const auto& item : split(opt.with_data, ',')) {
+    if (item.empty()) continue;
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == item.size())
+      throw InputError("--with-data", "'" + item + "' must be GPU:FILE, e.g. h100-sxm:validation/data/h100-sxm/kernels/conv2d_graph.csv");
+    const std::string other = item.substr(0, colon), file = item.substr(colon + 1);
+    if (other == opt.gpu) throw InputError("--with-data", "'" + item + "' names --gpu itself; give its files with --files");
+    if (opt.joint.empty()) throw InputError("--with-data", "needs --joint: other GPUs' rows are trained beside this GPU's in one network");
+    const GpuSpec og = load_gpu(other);
+    other_gpus.emplace(other, GpuContext{og.sm_count, baseline_of(og)});
+    for (auto& s : read_kernel_csv(file)) {
+      s.key += "@" + other;
+      by_key[s.key].push_back(std::move(s));
+    }
+    with_data.push_back({{"gpu", other}, {"file", fs::path(file).lexically_normal().generic_string()}, {"fnv1a64", file_fnv1a64(file)}});
+  }
 
   if (opt.evaluate) return evaluate(by_key, gpu, opt.min_time_s, opt.dump);
   if (!opt.add_ranges.empty()) return add_ranges(opt.add_ranges, by_key);
@@ -544,6 +606,7 @@ int run(int argc, char** argv) {
   if (opt.bag) manifest["trained_with"]["bag"] = true;  // the newer options, recorded when used
   if (opt.ratio) manifest["trained_with"]["ratio"] = true;
   if (!opt.joint.empty()) manifest["trained_with"]["joint"] = opt.joint;
+  if (!with_data.empty()) manifest["trained_with"]["with_data"] = with_data;
   if (opt.batch != 1024) manifest["trained_with"]["batch"] = opt.batch;
   if (opt.extra_features) manifest["trained_with"]["extra_features"] = true;
   Json data = Json::array();
@@ -612,7 +675,10 @@ int run(int argc, char** argv) {
     for (const auto& [key, train] : train_of)
       if (key.rfind(kind + "/", 0) == 0 && static_cast<int>(train.size()) >= opt.min_rows) keys.push_back(key), groups.push_back(train);
     if (keys.empty()) continue;
-    for (auto& m : train_group(keys, groups, gpu.sm_count, base, opt, hidden, kind + "/joint", ratio_ptr)) joint_mlps.emplace(m.key, std::move(m));
+    std::vector<GpuContext> ctx;
+    for (const auto& k : keys) ctx.push_back(auxiliary_key(k) ? other_gpus.at(k.substr(k.find('@') + 1)) : own);
+    for (auto& m : train_group(keys, groups, ctx, opt, hidden, kind + "/joint", ratio_ptr))
+      if (!auxiliary_key(m.key)) joint_mlps.emplace(m.key, std::move(m));
   }
   for (const auto& [key, samples] : by_key) {
     const auto& train = train_of[key];
@@ -621,8 +687,8 @@ int run(int argc, char** argv) {
       std::printf("%-30s %7zu %7zu  skipped: fewer than %d training rows\n", key.c_str(), train.size(), held.size(), opt.min_rows);
       continue;
     }
-    Mlp m = joint_mlps.count(key) ? joint_mlps.at(key)
-                                  : std::move(train_group({key}, {train}, gpu.sm_count, base, opt, hidden, key, ratio_ptr).front());
+    if (auxiliary_key(key)) continue;  // another GPU's rows: trained beside this GPU's, never written
+    Mlp m = joint_mlps.count(key) ? joint_mlps.at(key) : std::move(train_group({key}, {train}, {own}, opt, hidden, key, ratio_ptr).front());
     auto measured = [](const std::vector<const Sample*>& v) {
       std::vector<double> t;
       for (const Sample* s : v) t.push_back(s->time_s);
