@@ -378,13 +378,15 @@ TEST_CASE("channels_last convolutions take the NHWC predictors, contiguous ones 
     own.predict({nhwc}, direct);  // h100-sxm's own NHWC predictor, unscaled
     CHECK(t_nhwc.seconds == Approx(direct[0]).epsilon(1e-9));
     CHECK(t_nhwc.seconds < t_nchw.seconds);  // cuDNN's transposes around NCHW tensors gone
-    // h200-sxm has NHWC predictors of its own (its contiguous convolutions take h100-sxm's).
+    // h200-sxm has NHWC and NCHW predictors of its own (the NCHW ones since 2026-11-28), each key its own.
     MlpComputeModel on_h200(load_gpu("h200-sxm"));
     const PredictorSet h200_set = load_predictors(pretrained_root() + "/h200-sxm");
     REQUIRE(h200_set.find(predictor_key(nhwc)) != nullptr);
-    CHECK(h200_set.find(predictor_key(nchw)) == nullptr);
+    REQUIRE(h200_set.find(predictor_key(nchw)) != nullptr);
     h200_set.predict({nhwc}, direct);
     CHECK(on_h200.time(nhwc).seconds == Approx(direct[0]).epsilon(1e-9));
+    h200_set.predict({nchw}, direct);
+    CHECK(on_h200.time(nchw).seconds == Approx(direct[0]).epsilon(1e-9));
     // Another GPU without predictors of its own takes a measured GPU's NHWC predictor, scaled.
     MlpComputeModel on_a100(load_gpu("a100-sxm"));
     CHECK(on_a100.covers(nhwc));

@@ -409,7 +409,7 @@ TEST_CASE("train-predictors: synthetic layernorm, attention and embedding data t
   }
   ::unsetenv("DTSIM_PREDICTOR_DIR");
 }
-TEST_CASE("train-predictors --with-data: another GPU's rows train beside the target's in one network; only the target's are written") {
+TEST_CASE("train-predictors --with-data: other GPUs' rows train beside the target's in one network, only the target's are written") {
   study_test::TempDir dir("tfpred_with");
   const std::string h100 = dir.path + "/h100-sxm", h200 = dir.path + "/h200-sxm", out = dir.path + "/pred/h200-sxm";
   write_synthetic_data(h100);

@@ -4,7 +4,8 @@
 Convolutions and the other kinds are trained with different settings (kernels_mlp/README.md), so each
 is its own trainer run; dtsim reads one folder per GPU. Later folders replace predictors of the same
 key. Each predictor keeps the `trained_with` of the run that wrote it, and the data files of all runs
-are listed (with their hashes) so that tests/test_pretrained.cpp can re-check every predictor.
+are listed (with their hashes) so that tests/test_pretrained.cpp can re-check every predictor; a
+predictor merged from a trainer run since 2026-11-28 also names its run's files (trained_with.files).
 
   tools/train_predictors/merge_predictors.py --out kernels_mlp/pretrained/h100-sxm /tmp/base /tmp/conv
 
@@ -71,7 +72,11 @@ def main():
                 continue
             p = dict(p)
             p["weights_offset"] += offset
-            p.setdefault("trained_with", m["trained_with"])
+            if "trained_with" not in p:
+                # A trainer run's predictor: its run's settings, and the files that run read, which
+                # tests/test_pretrained.cpp scores it on (the merged list also holds other runs' files,
+                # e.g. the legacy-API convolutions an NHWC run trained beside, keyed like these).
+                p["trained_with"] = dict(m["trained_with"], files=[d["file"] for d in m["data"]])
             p["_folder"] = folder
             by_key[p["key"]] = p
         for d in m["data"]:

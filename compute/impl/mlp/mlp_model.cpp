@@ -54,11 +54,24 @@ bool MlpComputeModel::carries(const Source& s, const KernelDesc& k) const {
   return matrix_rate(s.gpu, k.math) == matrix_rate(target_, k.math);
 }
 
+// The GPU whose closeness to the measured ones decides which measured GPU prices a kernel: the preset
+// a GPU is named after, before any what-if scaling. A what-if of an A100 with more bandwidth is still
+// an A100; ordering by the scaled specs switched it from the H100's predictors to the H200's midway up
+// the bandwidth axis, and a switch between two GPUs' predictors can make the faster GPU slower.
+static GpuSpec closeness_reference(const GpuSpec& target) {
+  try {
+    return load_gpu(target.name);
+  } catch (const InputError&) {
+    return target;  // a GPU of its own (a cluster file's inline GPU, a GPU file not among the presets)
+  }
+}
+
 MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
   auto gpus = pretrained_gpus();
   if (gpus.empty()) throw InputError("--compute-model", "no measured predictors under " + pretrained_root());
+  const GpuSpec reference = closeness_reference(target_);
   std::vector<std::pair<double, std::string>> by_distance;
-  for (const auto& g : gpus) by_distance.push_back({g == target_.name ? -1.0 : distance(load_gpu(g), target_), g});
+  for (const auto& g : gpus) by_distance.push_back({g == target_.name ? -1.0 : distance(load_gpu(g), reference), g});
   std::sort(by_distance.begin(), by_distance.end());
   for (const auto& [d, g] : by_distance) sources_.push_back({load_gpu(g), cached_predictors(pretrained_root() + "/" + g)});
 }
