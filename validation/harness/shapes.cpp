@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,18 @@ int log_uniform(std::mt19937_64& rng, int lo, int hi) {
   return std::max(lo, std::min(hi, v));
 }
 
+// The sweep times the kernels of convolutional networks. The zoo also holds transformers (token input,
+// attention and layer norm), whose kernels validation/pytorch/transformer_kernels.py times; they are
+// skipped, not an error, so the default models folder works.
+static bool convolutional_model(const nlohmann::json& m) {
+  static const std::set<std::string> transformer_ops = {"attention", "layernorm", "embedding", "positional_embedding",
+                                                        "class_token", "to_sequence", "select"};
+  if (!m.contains("input") || !m.at("input").contains("channels")) return false;
+  for (const auto& l : m.at("layers"))
+    if (transformer_ops.count(l.value("op", ""))) return false;
+  return true;
+}
+
 Zoo load_zoo(const std::string& dir, const std::vector<std::string>& only, const std::vector<std::string>& skip) {
   Zoo z;
   std::vector<std::string> files;
@@ -73,6 +86,11 @@ Zoo load_zoo(const std::string& dir, const std::vector<std::string>& only, const
       throw Error(dir + "/" + fname + ": " + e.what());
     }
     std::string model = m.value("name", stem);
+    if (!convolutional_model(m)) {
+      std::printf("zoo: %s skipped: not a convolutional network (transformer kernels: validation/pytorch/transformer_kernels.py)\n",
+                  model.c_str());
+      continue;
+    }
     z.models.push_back(model);
     std::map<std::string, T> t;
     T prev{m.at("input").at("channels").get<long long>(), m.at("input").at("height").get<long long>(),
