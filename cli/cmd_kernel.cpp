@@ -44,7 +44,7 @@ class KernelCommand : public Command {
                       "times the bytes its optimizer passes move, as predict does. Default: none (the library kernel; adam_update from "
                       "SGD's at the fused kernels' 28 against 20 bytes per parameter)");
     c->add_option("--memory-format", memory_format_,
-                  "The tensors' memory format, in PyTorch's words: contiguous (NCHW) or channels_last (NHWC; conv2d only)")
+                  "The tensors' memory format, in PyTorch's words: contiguous (NCHW) or channels_last (NHWC; conv2d and batchnorm only)")
         ->capture_default_str();
     c->add_option("--compute-model", model_, one_of(compute_model_names()))->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

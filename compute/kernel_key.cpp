@@ -26,7 +26,10 @@ std::string predictor_key(const KernelDesc& k) {
   if (k.kind == KernelKind::Attention && *k.variant) key += std::string("/") + k.variant;  // attention/fwd/bf16/dropout
   // NHWC convolutions have their own measurements (validation/data/<gpu>/kernels_nhwc): on the same
   // shapes they take about half the NCHW time, the transposes cuDNN adds around NCHW tensors gone.
-  if (k.kind == KernelKind::Conv2d && k.format == MemoryFormat::ChannelsLast) key += "/nhwc";
+  // PyTorch's channels_last batchnorm too (validation/data/<gpu>/kernels_nhwc/batchnorm.csv): relative to
+  // the NCHW kernels its time varies by shape from a quarter to more than the same (cuDNN's NHWC kernels
+  // on some shapes, PyTorch's own on others), which one factor per key cannot follow.
+  if ((k.kind == KernelKind::Conv2d || k.kind == KernelKind::BatchNorm) && k.format == MemoryFormat::ChannelsLast) key += "/nhwc";
   return key;
 }
 

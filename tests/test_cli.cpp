@@ -374,7 +374,7 @@ TEST_CASE("cli: kernel --gpu takes a JSON file relative to the current directory
   CHECK(unknown.err.find("--gpu: unknown GPU 'h900'") != std::string::npos);
 }
 
-TEST_CASE("cli: kernel --memory-format channels_last takes the NHWC predictor, and only for conv2d") {
+TEST_CASE("cli: kernel --memory-format channels_last takes the NHWC predictor, and only for conv2d and batchnorm") {
   const std::string conv = "kernel --gpu h100-sxm --kind conv2d --pass fwd --dtype bf16 --shape N=128,C=64,H=56,W=56,K=64,R=3,S=3,pad=1 --format json";
   auto nchw = dtsim_cli(conv), nhwc = dtsim_cli(conv + " --memory-format channels_last");
   REQUIRE(nchw.code == 0);

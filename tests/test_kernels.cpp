@@ -141,8 +141,10 @@ TEST_CASE("a kernel spec's memory format: contiguous by default, channels_last f
   CHECK(nhwc.flops == nchw.flops);  // the same arithmetic and bytes: only the layout differs
   CHECK(nhwc.bytes == nchw.bytes);
   CHECK_THROWS_WITH(parse_kernel_spec({"gemm", "fwd", "bf16", "M=1,N=1,K=1", "", "channels_last"}),
-                    Catch::Contains("--memory-format") && Catch::Contains("only for conv2d"));
-  CHECK_THROWS_WITH(parse_kernel_spec({"batchnorm", "fwd", "bf16", "N=1,C=1,H=4,W=4", "", "channels_last"}), Catch::Contains("--memory-format"));
+                    Catch::Contains("--memory-format") && Catch::Contains("only for conv2d and batchnorm"));
+  CHECK(parse_kernel_spec({"batchnorm", "fwd", "bf16", "N=1,C=1,H=4,W=4", "", "channels_last"}).format == MemoryFormat::ChannelsLast);
+  CHECK_THROWS_WITH(parse_kernel_spec({"pool", "fwd", "bf16", "N=1,C=1,H=4,W=4,R=2,S=2", "max", "channels_last"}),
+                    Catch::Contains("--memory-format"));
   CHECK_THROWS_WITH(parse_kernel_spec({"conv2d", "fwd", "bf16", conv, "", "nhwc"}),
                     Catch::Contains("--memory-format") && Catch::Contains("unknown memory format 'nhwc'"));
 }

@@ -116,10 +116,18 @@ TEST_CASE("datasets: convolutions on channels_last tensors get the NHWC keys, by
   features(rows[0].kernel, gpu.sm_count, baseline_of(gpu), f0, true);
   features(rows[1].kernel, gpu.sm_count, baseline_of(gpu), f1, true);
   CHECK(f0 == f1);
-  // A layout column decides where a file has one; other kinds' NHWC rows have no predictor to train.
+  // A layout column decides where a file has one: batchnorm has NHWC predictors too (PyTorch's
+  // channels_last kernels, per shape); other kinds' NHWC rows have no predictor to train and are skipped.
   std::ofstream(dir + "/layout.csv") << "kind,pass,math_mode,layout,N,C,H,W,time_median_s\n"
                                      << "batchnorm,fwd,bf16,nhwc,32,64,56,56,1e-5\nbatchnorm,fwd,bf16,nchw,32,64,56,56,2e-5\n";
   rows = read_kernel_csv(dir + "/layout.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].key == "batchnorm/fwd/bf16/nhwc");
+  CHECK(rows[0].time_s == Approx(1e-5));
+  CHECK(rows[1].key == "batchnorm/fwd/bf16");
+  std::ofstream(dir + "/act.csv") << "kind,pass,math_mode,layout,op,elements,time_median_s\n"
+                                  << "activation,fwd,bf16,nhwc,relu,1048576,1e-5\nactivation,fwd,bf16,nchw,relu,1048576,2e-5\n";
+  rows = read_kernel_csv(dir + "/act.csv");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].time_s == Approx(2e-5));
   std::ofstream(dir + "/bad.csv") << "kind,pass,math_mode,layout,N,C,H,W,time_median_s\nbatchnorm,fwd,bf16,nwhc,32,64,56,56,1e-5\n";

@@ -142,13 +142,13 @@ void read_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
   }
 }
 
-// NHWC measurements exist for convolutions alone; any other kind is refused rather than silently
-// priced as its contiguous kernel.
+// NHWC measurements exist for convolutions and batchnorm alone; any other kind is refused rather than
+// silently priced as its contiguous kernel.
 MemoryFormat memory_format_of(const KernelSpec& spec) {
   const std::optional<MemoryFormat> f = parse_memory_format(spec.memory_format);
   if (!f) throw InputError("--memory-format", "unknown memory format '" + spec.memory_format + "' (contiguous or channels_last)");
-  if (*f == MemoryFormat::ChannelsLast && spec.kind != kind_name(KernelKind::Conv2d))
-    throw InputError("--memory-format", "channels_last is only for conv2d, not " + spec.kind);
+  if (*f == MemoryFormat::ChannelsLast && spec.kind != kind_name(KernelKind::Conv2d) && spec.kind != kind_name(KernelKind::BatchNorm))
+    throw InputError("--memory-format", "channels_last is only for conv2d and batchnorm, not " + spec.kind);
   return *f;
 }
 

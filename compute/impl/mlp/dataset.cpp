@@ -127,9 +127,9 @@ bool kernel_from_row(const Row& r, KernelDesc& k) {
   k = KernelDesc{*kind, pass_of(r), MathMode::FP32, -1, {}, "", 0, 0};
   k.math = math_of(r, k.kind);
   k.format = format_of(r);
-  // Only convolutions have channels_last predictors (predictor_key); another kind's NHWC row would
-  // land in its NCHW predictor's data, so it is skipped.
-  if (k.format == MemoryFormat::ChannelsLast && k.kind != KernelKind::Conv2d) return false;
+  // Only convolutions and batchnorm have channels_last predictors (predictor_key); another kind's NHWC
+  // row would land in its NCHW predictor's data, so it is skipped.
+  if (k.format == MemoryFormat::ChannelsLast && k.kind != KernelKind::Conv2d && k.kind != KernelKind::BatchNorm) return false;
   auto& s = k.shape;
   switch (k.kind) {
     case KernelKind::Conv2d: {
