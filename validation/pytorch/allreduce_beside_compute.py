@@ -19,15 +19,12 @@ import argparse, csv, datetime, os, statistics
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+from dist_launch import add_rank_options, init_rank, run_ranks
 
 
 def worker(rank, a):
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(a.port))
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=a.gpus, device_id=torch.device("cuda", rank))
-    dev = torch.device("cuda", rank)
+    dev = init_rank(rank, a)
     comm = torch.cuda.Stream(device=dev)
     big = torch.ones(256 << 20, device=dev)  # 1 GiB of float32
     m1 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
@@ -92,12 +89,9 @@ def worker(rank, a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--sizes-mib", default="2,8,16,28,32")
-    ap.add_argument("--samples", type=int, default=7)
-    ap.add_argument("--port", type=int, default=29571)
-    a = ap.parse_args()
-    mp.spawn(worker, args=(a,), nprocs=a.gpus, join=True)
+    add_rank_options(ap, samples=7, port=29571)
+    run_ranks(worker, ap.parse_args())
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ import statistics
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+from dist_launch import add_rank_options, init_rank, run_ranks
 
 
 def parse_bytes(s):
@@ -27,11 +28,7 @@ def parse_bytes(s):
 
 
 def worker(rank, a):
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(a.port))
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=a.gpus, device_id=torch.device("cuda", rank))
-    dev = torch.device("cuda", rank)
+    dev = init_rank(rank, a)
     if rank == 0:
         print("# allreduce_sweep.py (PyTorch %s, NCCL %s), %s UTC" % (torch.__version__, ".".join(map(str, torch.cuda.nccl.version())),
                                                                      datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")))
@@ -78,13 +75,10 @@ def worker(rank, a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--max-bytes", type=parse_bytes, default=512 << 20)
-    ap.add_argument("--samples", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--port", type=int, default=29561)
-    a = ap.parse_args()
-    mp.spawn(worker, args=(a,), nprocs=a.gpus, join=True)
+    add_rank_options(ap, samples=6, port=29561)
+    run_ranks(worker, ap.parse_args())
 
 
 if __name__ == "__main__":
