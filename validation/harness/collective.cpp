@@ -154,6 +154,7 @@ double bus_factor(const std::string& op, int p) {
 
 int rank_main(int rank, int nranks, Shared* sh, const Opts& o, const Args& a) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+  emulate_node_of_rank(rank);
   g_shared = sh;
   DH_CUDA(cudaSetDevice(rank));
   nlohmann::json prov;

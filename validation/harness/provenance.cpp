@@ -192,7 +192,8 @@ nlohmann::json collect_provenance(int device, const Args& args, const std::strin
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     auto eq = kv.find('=');
-    if (kv.rfind("NCCL_", 0) == 0 && eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if ((kv.rfind("NCCL_", 0) == 0 || kv.rfind("DTSIM_EMULATE_", 0) == 0) && eq != std::string::npos)
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   j["environment"] = env;
   return j;

@@ -343,6 +343,7 @@ struct Opts {
 // ------------------------------------------------------------------ one rank's machinery
 struct Rank {
   int rank = 0, nranks = 1;
+  int gpus_per_node = 1;  // as NCCL sees them: all ranks, or DTSIM_EMULATE_GPUS_PER_NODE (emulated nodes)
   cudaStream_t cs = nullptr, ms = nullptr;  // compute, communication
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
@@ -1046,8 +1047,8 @@ json Trainer::run_and_report() {
   j["model_file"] = M.file;
   j["batch_per_gpu"] = N;
   j["gpus"] = R.nranks;
-  j["nodes"] = 1;
-  j["gpus_per_node"] = R.nranks;
+  j["nodes"] = (R.nranks + R.gpus_per_node - 1) / R.gpus_per_node;
+  j["gpus_per_node"] = R.gpus_per_node;
   j["precision"] = math;
   j["precision_detail"] =
       math == "bf16"
@@ -1257,9 +1258,11 @@ json Trainer::run_and_report() {
 // ------------------------------------------------------------------ a rank
 int rank_main(int rank, int nranks, const Opts& o, const std::vector<Model>& models, const Args& a) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+  const int emulated_gpus_per_node = emulate_node_of_rank(rank);
   Rank R;
   R.rank = rank;
   R.nranks = nranks;
+  R.gpus_per_node = emulated_gpus_per_node > 0 ? std::min(emulated_gpus_per_node, nranks) : nranks;
   DH_CUDA(cudaSetDevice(rank));
   json prov = collect_provenance(rank, a, "train");
   std::snprintf(g_sh->gpu_json[rank], sizeof g_sh->gpu_json[rank], "%s", prov["gpu"].dump().c_str());

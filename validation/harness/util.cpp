@@ -1,11 +1,13 @@
 #include "util.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sstream>
@@ -196,6 +198,20 @@ void make_dirs(const std::string& path) {
     }
     cur += '/';
   }
+}
+
+int emulate_node_of_rank(int rank) {
+  const char* v = std::getenv("DTSIM_EMULATE_GPUS_PER_NODE");
+  if (!v) return 0;
+  char* end = nullptr;
+  const long g = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || g < 1 || g > 1024)
+    throw Error(std::string("DTSIM_EMULATE_GPUS_PER_NODE: a whole number of GPUs per node (1..1024), not '") + v + "'");
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const std::string id = std::string(host) + "-emulated-node-" + std::to_string(rank / g);
+  setenv("NCCL_HOSTID", id.c_str(), 1);
+  return int(g);
 }
 
 double wall_s() {

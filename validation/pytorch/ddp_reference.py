@@ -42,6 +42,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import transformer_models  # noqa: E402
+from dist_launch import emulate_node_of_rank  # noqa: E402
 
 INPUT = {"inception_v3": 299}
 
@@ -93,7 +94,7 @@ def provenance(world):
         # every NCCL_* setting too: the transport and its sockets decide what DDP's all-reduce costs
         "environment": {**{k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
                                                          "NVSHMEM_DISABLE_NVLS", "CUDA_VISIBLE_DEVICES")},
-                        **{k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")}},
+                        **{k: v for k, v in sorted(os.environ.items()) if k.startswith(("NCCL_", "DTSIM_EMULATE_"))}},
         "settings": {"cudnn.benchmark": torch.backends.cudnn.benchmark,
                      "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
                      "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32},
@@ -352,6 +353,7 @@ def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "ea
 
 
 def worker(rank, world, a, port):
+    emulate_node_of_rank(rank)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.cuda.set_device(0 if world == 1 else rank)

@@ -9,6 +9,8 @@
 #   OUT/nvlink_1gpu/{harness,pytorch}/*.json          the 1-GPU baselines (no communication) for weak scaling
 # usage: validation/scripts/run_emulated.sh OUT PHASES
 #   PHASES: comma list of collective, harness, pytorch, baseline
+# A setting <threads>x<socks>n<G> (e.g. 2x2n2) emulates nodes of G GPUs each: NCCL keeps NVLink inside a
+# node (NCCL_HOSTID per group of G ranks, DTSIM_EMULATE_GPUS_PER_NODE) and sockets between nodes.
 # Environment: SETTINGS ("1x1 2x2 4x4"), GPUS (all visible), MODELS, BATCHES, MATHS, PYCONF,
 # TRAIN_SETTINGS (the settings the train phases run; default all), PHASE_S (per phase and setting),
 # HARNESS_EXTRA (more harness train options, e.g. --overlap on,off).
@@ -34,9 +36,17 @@ nvidia-smi -L > "$out/gpus.txt" 2>&1
 nvidia-smi topo -m > "$out/topo.txt" 2>&1
 echo "run_emulated.sh on $ngpu GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1); settings $settings"
 
-emulate() {  # $1 = <threads>x<socks>: the NCCL environment of one emulated network
-  export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
-  export NCCL_SOCKET_NTHREADS="${1%x*}" NCCL_NSOCKS_PERTHREAD="${1#*x}"
+emulate() {  # $1 = <threads>x<socks>[n<G>]: the NCCL environment of one emulated network
+  local sock="${1%n*}" g=1
+  [[ "$1" == *n* ]] && g="${1#*n}"
+  export NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+  export NCCL_SOCKET_NTHREADS="${sock%x*}" NCCL_NSOCKS_PERTHREAD="${sock#*x}"
+  if (( g == 1 )); then  # every GPU a node of its own: nothing but sockets between any two GPUs
+    export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+  else  # nodes of G GPUs: NVLink inside (the harness and ddp_reference.py set NCCL_HOSTID per rank)
+    export DTSIM_EMULATE_GPUS_PER_NODE="$g"
+  fi
+  GPN="$g"
 }
 
 if [[ "$phases" == *,baseline,* ]]; then  # 1 GPU: no communication, NCCL untouched
@@ -68,7 +78,7 @@ for s in $settings; do
       echo "s$s harness: exit $?"; grep -E "median" "$d/harness.log" | cut -c1-160 | tail -n 12
     fi
     if [[ "$phases" == *,pytorch,* ]]; then
-      timeout "$phase_s" $PY --out "$d/pytorch" --gpus "$gpus" --gpus-per-node 1 --configs "$pyconf" --precisions "$maths" \
+      timeout "$phase_s" $PY --out "$d/pytorch" --gpus "$gpus" --gpus-per-node "$GPN" --configs "$pyconf" --precisions "$maths" \
         --iters 20 --warmup 3 --port 29533 > "$d/pytorch.log" 2>&1
       echo "s$s pytorch: exit $?"; grep -E "median|rror" "$d/pytorch.log" | cut -c1-160 | tail -n 12
     fi
