@@ -96,6 +96,9 @@ ClusterSpec split_node_cluster(const ClusterSpec& c, int64_t group_size) {
   if (group_size < 1 || group_size > c.gpus_per_node || c.gpus_per_node % group_size != 0)
     throw InputError("group_size", "must divide the cluster's " + std::to_string(c.gpus_per_node) + " GPUs per node, got " +
                                        std::to_string(group_size));
+  // Groups as large as the cluster's nodes are its nodes (nodes emulated with NCCL_HOSTID, or real
+  // ones): their network is the cluster's own.
+  if (group_size == c.gpus_per_node) return c;
   ClusterSpec s = c;
   const int g = static_cast<int>(group_size);
   s.name = c.name + "-split" + std::to_string(g);

@@ -51,6 +51,7 @@ struct MeasuredRun {
 // NVLink/NVSwitch fabric as inside them (one NIC per GPU at the intra-node bandwidth and latency, no
 // oversubscription): how a hierarchical run on one node of G x k GPUs is predicted with dtsim's
 // hierarchical strategies. configs/clusters/h100-sxm-2x2.json is h100-sxm cut this way (G = 2).
+// A group_size equal to the cluster's GPUs per node leaves the cluster as it is: the groups are its nodes.
 ClusterSpec split_node_cluster(const ClusterSpec& c, int64_t group_size);
 
 // Strict reading of the fields validation needs (InputError naming the file, the JSON path and the rule).

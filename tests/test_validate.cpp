@@ -262,6 +262,15 @@ TEST_CASE("validate: the split cluster of a hierarchical run is configs/clusters
   // The "network" is the NVLink itself: nothing slower than inside the node.
   CHECK(made.inter.node_bandwidth_Bps() / made.gpus_per_node == Approx(made.intra.bandwidth_Bps));
   CHECK_THROWS_AS(split_node_cluster(load_cluster("h100-sxm"), 3), InputError);
+  // Groups as large as the node are the nodes: the cluster's own network stays (emulated nodes of 2
+  // GPUs with sockets between them, validation/data/h200-sxm/emulated/gpu4_large/s2x2n2).
+  ClusterSpec pairs = load_cluster("h100-sxm");
+  pairs.gpus_per_node = 2;
+  const ClusterSpec same = split_node_cluster(pairs, 2);
+  CHECK(same.name == pairs.name);
+  CHECK(same.gpus_per_node == 2);
+  CHECK(same.inter.nic_bandwidth_Bps == pairs.inter.nic_bandwidth_Bps);
+  CHECK(same.inter.latency_s == pairs.inter.latency_s);
 }
 
 TEST_CASE("cli: validate a committed run, the summary last, exit 0") {

@@ -4,7 +4,8 @@
 For every setting folder sS (validation/scripts/run_emulated.sh), the runs are predicted on the
 cluster calibrated from that setting's own collective measurements (h200-sockets-sS.json, made by
 `dtsim calibrate --gpus-per-node 1`), and the 1-GPU baselines on the same cluster (one GPU: no
-network). Prints per run the iteration error and the weak-scaling efficiency T(1 GPU) / T(2 GPUs),
+network). Settings sTxSnG emulate nodes of G GPUs (NVLink inside, sockets between; h200-sockets-sTxSnG.json made by
+`dtsim calibrate --gpus-per-node G`). Prints per run the iteration error and the weak-scaling efficiency T(1 GPU) / T(2 GPUs),
 measured and predicted, then a summary per framework and setting.
 
   validation/scripts/emulated_table.py --dtsim build/dtsim --data validation/data/h200-sxm/emulated [--markdown]
@@ -33,7 +34,9 @@ def main():
             b = os.path.join(a.data, "baseline_1gpu", fw)
             if os.path.isdir(b):
                 base.update(validate(a.dtsim, cluster, b))
-        for fw in ("harness", "pytorch"):
+        # harness_hier: the harness's hierarchical all-reduce (settings of nodes of G GPUs, sTxSnG);
+        # its 1-GPU baseline is the harness's own
+        for fw in ("harness", "harness_hier", "pytorch"):
             d = os.path.join(sdir, fw)
             if not os.path.isdir(d):
                 continue
