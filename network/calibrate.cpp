@@ -78,11 +78,14 @@ std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw,
     k.push_back({"link_efficiency.net", share_start(base.link_efficiency[kHwNet]),
                  [](NcclTuning& t, const NcclTuning&, double x) { t.link_efficiency[kHwNet] = sigmoid(x); }});
     // Where every GPU is a node of its own (NCCL on sockets between a host's GPUs, single-GPU
-    // nodes), nothing else sets what each protocol costs: it comes from these points, its
-    // latency, and for LL and LL128 a share of their table bandwidth, never more, so that neither
-    // outruns Simple on a large message (a free factor let one fit run 512 MiB on LL128 at 3.4x
-    // its table rate).
-    if (one_gpu_per_node) {
+    // nodes), or where the runs span nodes of several GPUs and the cluster was never calibrated
+    // (nodes of 2 GPUs emulated with NCCL_HOSTID, from h200-sockets-n2-base.json), nothing else sets
+    // what each protocol costs: it comes from these points, its latency, and for LL and LL128 a
+    // share of their table bandwidth, never more, so that neither outruns Simple on a large message
+    // (a free factor let one fit run 512 MiB on LL128 at 3.4x its table rate). A calibrated cluster
+    // keeps the costs its own node's measurements fitted (freeing them on multi-node points alone
+    // left the fit in a worse optimum: tests/test_network_calibrate.cpp).
+    if (one_gpu_per_node || (!intra && base.calibration.is_null())) {
       for (int p = 0; p < kNcclProtos; ++p)
         k.push_back({std::string("cost_correction.latency.") + nccl_proto_name(p), std::log(base.cost_latency_scale[p]),
                      [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_latency_scale[p] = std::exp(x); }});

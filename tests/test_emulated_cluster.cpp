@@ -106,8 +106,9 @@ TEST_CASE("emulated cluster: each setting's calibration fits its own collectives
 }
 
 TEST_CASE("emulated cluster: a calibrated socket cluster never prices a faster network slower") {
-  for (const std::string s : {"s1x1", "s2x2", "s4x4", "s8x8"}) {
-    const ClusterSpec base = load_cluster(kData + "/h200-sockets-" + s + ".json");
+  // gpu4_large/...-s2x2n2: nodes of 2 GPUs, whose protocol costs the multi-node sweep fitted.
+  for (const std::string s : {"s1x1", "s2x2", "s4x4", "s8x8", "gpu4_large/h200-sockets-s2x2n2"}) {
+    const ClusterSpec base = load_cluster(kData + "/" + (s[0] == 'g' ? s : "h200-sockets-" + s) + ".json");
     for (int gpus : {2, 4, 8})
       for (double bytes = 4; bytes <= double(1 << 30); bytes *= 4) {
         double last = INFINITY;
@@ -237,25 +238,45 @@ TEST_CASE("emulated cluster: 4 socket nodes of one GPU where the GPU and the net
 
 TEST_CASE("emulated cluster: 2 nodes of 2 GPUs, NVLink inside and sockets between") {
   // validation/data/h200-sxm/emulated/gpu4_large/s2x2n2: NCCL_HOSTID per pair of ranks, so NCCL rings
-  // cross NVLink inside a node and sockets between nodes; the harness's flat DDP and its hierarchical
-  // all-reduce (groups of 2 = the nodes). The calibration fits this sweep poorly (median 32.5%: 1-4
-  // MiB measured 20-45% slower than priced, 128-512 MiB 8-15% faster), so the bounds hold what is
-  // reached (dp: median 5.4%, worst 18.7%; hierarchical: median 7.3%, worst 26.2%, alexnet and vgg16
-  // predicted slow), not the issue's targets.
-  for (const std::string fw : {"harness", "harness_hier"}) {
+  // cross NVLink inside a node and sockets between nodes; predicted on the cluster `dtsim calibrate
+  // --gpus-per-node 2` fitted to that network's own sweep (median 4.4%; 32.5% before the protocols'
+  // costs were fitted for an uncalibrated cluster of multi-GPU nodes and the base's NIC ceiling
+  // raised above what the network moved). The harness's flat DDP meets the issue's bounds (reached:
+  // median 2.6%, worst 8.9%); its efficiency is within 4.2 points (alexnet: 3 asked). Its
+  // hierarchical all-reduce (groups of 2 = the nodes) is held where it is: median 7.2%, worst 16.1%
+  // (alexnet and vgg16 predicted slow). PyTorch: alexnet -0.7%, vgg16 -2.2%.
+  const auto base = validate_on("gpu4_large/baseline_1gpu/harness", "s2x2n2", "gpu4_large/");
+  std::map<std::string, const ValidationRow*> one_gpu;
+  for (const auto& b : base) one_gpu[b.run.model] = &b;
+  for (const std::string fw : {"harness", "harness_hier", "pytorch"}) {
     const auto rows = validate_on("gpu4_large/s2x2n2/" + fw, "s2x2n2", "gpu4_large/");
-    REQUIRE(rows.size() == 6);
+    REQUIRE(rows.size() == (fw == "pytorch" ? 2u : 6u));
     std::vector<double> errors;
     for (const auto& r : rows) {
       INFO(fw << " " << r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
       errors.push_back(r.error);
-      CHECK(std::fabs(r.error) <= (fw == "harness" ? 0.20 : 0.28));
-      CHECK(r.strategy == (fw == "harness" ? "dp" : "hierarchical"));
+      CHECK(std::fabs(r.error) <= (fw == "harness_hier" ? 0.17 : 0.12));
+      CHECK(r.strategy == (fw == "harness_hier" ? "hierarchical" : "dp"));
       // The groups are the cluster's own nodes: a hierarchical all-reduce crosses the socket network
       // (before 2026-11-28 validate cut such nodes again and priced their network as NVLink: alexnet
       // 7.7 ms predicted against 19.8 ms measured).
-      if (r.run.model == "alexnet" || r.run.model == "vgg16") CHECK(r.predicted_exposed_comm_s > 0.4 * r.predicted_s);
+      if (r.run.model == "alexnet" || r.run.model == "vgg16") CHECK(r.predicted_exposed_comm_s > 0.3 * r.predicted_s);
+      if (fw == "harness") {
+        REQUIRE(one_gpu.count(r.run.model));
+        const ValidationRow& b = *one_gpu[r.run.model];
+        CHECK(std::fabs(b.predicted_s / r.predicted_s - b.run.iteration_s / r.run.iteration_s) <= 0.045);
+      }
     }
-    CHECK(median_abs(errors) <= (fw == "harness" ? 0.06 : 0.08));
+    CHECK(median_abs(errors) <= (fw == "harness_hier" ? 0.08 : 0.05));
+  }
+  // The calibration itself, over the sizes DDP's buckets take.
+  const auto pts = read_measured(kData + "/gpu4_large/s2x2n2/collective").points;
+  const ClusterSpec c = load_cluster(kData + "/gpu4_large/h200-sockets-s2x2n2.json");
+  REQUIRE(pts.size() == 28);
+  for (auto p : pts) {
+    p.nodes = 2;
+    if (p.bytes < (1 << 20)) continue;
+    INFO(p.bytes << " B");
+    CHECK(std::fabs(predict_measured(c, c.collectives.nccl, p).time_s / p.time_s - 1) <= 0.12);  // reached 11% (4 MiB)
   }
 }
