@@ -12,7 +12,8 @@
 # A setting <threads>x<socks>n<G> (e.g. 2x2n2) emulates nodes of G GPUs each: NCCL keeps NVLink inside a
 # node (NCCL_HOSTID per group of G ranks, DTSIM_EMULATE_GPUS_PER_NODE) and sockets between nodes.
 # Environment: SETTINGS ("1x1 2x2 4x4"), GPUS (all visible), MODELS, BATCHES, MATHS, PYCONF,
-# TRAIN_SETTINGS (the settings the train phases run; default all), PHASE_S (per phase and setting),
+# TRAIN_SETTINGS (the settings the train phases run; default all), PHASE_S (per phase and setting; SIGKILL
+# 10 s after it, for the whole process group, ranks included),
 # HARNESS_EXTRA (more harness train options, e.g. --overlap on,off).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -51,11 +52,11 @@ emulate() {  # $1 = <threads>x<socks>[n<G>]: the NCCL environment of one emulate
 
 if [[ "$phases" == *,baseline,* ]]; then  # 1 GPU: no communication, NCCL untouched
   d="$out/nvlink_1gpu"; mkdir -p "$d/harness" "$d/pytorch"
-  CUDA_VISIBLE_DEVICES=0 timeout "$phase_s" $H train --out "$d/harness" --gpus 1 --model "$models" --batch "$batches" \
+  CUDA_VISIBLE_DEVICES=0 timeout -k 10 "$phase_s" $H train --out "$d/harness" --gpus 1 --model "$models" --batch "$batches" \
     --math "$maths" --iters 20 --warmup 3 --profile-iters 1 > "$d/harness.log" 2>&1 &
   p1=$!
   if (( ngpu >= 2 )); then
-    CUDA_VISIBLE_DEVICES=1 timeout "$phase_s" $PY --out "$d/pytorch" --gpus 1 --configs "$pyconf" --precisions "$maths" \
+    CUDA_VISIBLE_DEVICES=1 timeout -k 10 "$phase_s" $PY --out "$d/pytorch" --gpus 1 --configs "$pyconf" --precisions "$maths" \
       --iters 20 --warmup 3 --port 29531 > "$d/pytorch.log" 2>&1
     echo "baseline pytorch: exit $?"
   fi
@@ -67,20 +68,23 @@ for s in $settings; do
   (
     emulate "$s"
     if [[ "$phases" == *,collective,* ]]; then
-      timeout "$phase_s" $H collective --out "$d/collective" --gpus "$gpus" --ops allreduce --max-bytes 512M \
+      timeout -k 10 "$phase_s" $H collective --out "$d/collective" --gpus "$gpus" --ops allreduce --max-bytes 512M \
         --samples 8 --warmup 3 --timeout-s 60 > "$d/collective.log" 2>&1
       echo "s$s collective: exit $?"; grep -E "busbw|^ *[0-9]+ " "$d/collective.log" | tail -n 3
     fi
     [[ " $train_settings " == *" $s "* ]] || exit 0
     if [[ "$phases" == *,harness,* ]]; then
-      timeout "$phase_s" $H train --out "$d/harness" --gpus "$gpus" --model "$models" --batch "$batches" --math "$maths" \
+      timeout -k 10 "$phase_s" $H train --out "$d/harness" --gpus "$gpus" --model "$models" --batch "$batches" --math "$maths" \
         --iters 20 --warmup 3 --profile-iters 1 ${HARNESS_EXTRA:-} > "$d/harness.log" 2>&1
       echo "s$s harness: exit $?"; grep -E "median" "$d/harness.log" | cut -c1-160 | tail -n 12
     fi
     if [[ "$phases" == *,pytorch,* ]]; then
-      timeout "$phase_s" $PY --out "$d/pytorch" --gpus "$gpus" --gpus-per-node "$GPN" --configs "$pyconf" --precisions "$maths" \
+      timeout -k 10 "$phase_s" $PY --out "$d/pytorch" --gpus "$gpus" --gpus-per-node "$GPN" --configs "$pyconf" --precisions "$maths" \
         --iters 20 --warmup 3 --port 29533 > "$d/pytorch.log" 2>&1
       echo "s$s pytorch: exit $?"; grep -E "median|rror" "$d/pytorch.log" | cut -c1-160 | tail -n 12
+      # A timed-out DDP run can leave spawned ranks behind in NCCL; on 4 x H200 a later call's runs all
+      # hung after one did (validation/data/h200-sxm/emulated/gpu4_large/README.md).
+      pkill -9 -f ddp_reference.py 2>/dev/null || true
     fi
   )
 done
