@@ -84,6 +84,7 @@ class CalibrateCommand : public Command {
     s += "median |error| " + pct(r.median_abs_error) + ", max " + pct(r.max_abs_error) + " (before: median " + pct(r.median_abs_error_before) +
          ", max " + pct(r.max_abs_error_before) + ")\n";
     if (!r.held_back.empty()) s += "held back: " + r.held_back + "\n";
+    if (!r.at_ceiling.empty()) s += "at ceiling: " + r.at_ceiling + "\n";
     if (out_.empty()) s += "(no --out: the calibrated cluster was not written)\n";
     return s;
   }
@@ -102,6 +103,7 @@ class CalibrateCommand : public Command {
               {"max_abs_error_before", r.max_abs_error_before},
               {"nccl", nccl_tuning_json(r.tuning)}};
     if (!r.held_back.empty()) j["held_back"] = r.held_back;
+    if (!r.at_ceiling.empty()) j["at_ceiling"] = r.at_ceiling;
     if (!out_.empty()) j["out"] = out_;
     return dump(j);
   }

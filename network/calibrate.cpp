@@ -170,6 +170,9 @@ double median(std::vector<double> v) {
 // a little inside the margin, so that its answer lands within it.
 constexpr double kWorseMargin = 0.02, kGuardSlack = 0.015, kGuardWeight = 1e3;
 
+// A fitted link efficiency this close to 1 says the stated link rate, not the data, stopped the fit.
+constexpr double kCeilingEfficiency = 0.97;
+
 double round_sig(double x, int digits = 4) {
   if (x == 0 || !std::isfinite(x)) return x;
   char buf[64];
@@ -248,11 +251,36 @@ class Calibration {
     return buf;
   }
 
+  // Which fitted link efficiency ended at its ceiling, and what to change (empty: none).
+  std::string ceiling_note(const NcclTuning& t) const {
+    std::string note;
+    for (const auto& k : knobs_) {
+      const bool net = k.name == "link_efficiency.net";
+      if (!net && k.name.rfind("link_efficiency.", 0) != 0) continue;
+      const int hw = net ? kHwNet : (k.name == "link_efficiency.pcie" ? kHwPcie : kHwNvlink);
+      if (t.link_efficiency[hw] < kCeilingEfficiency) continue;
+      char buf[400];
+      if (net)
+        std::snprintf(buf, sizeof buf,
+                      "%s fitted to %.3g, at its ceiling: the measurements move about as much as the cluster's network allows "
+                      "(%d NIC(s) x %.4g Gb/s per node); if it is faster, raise inter_node.nic_bandwidth_Gbps and calibrate again",
+                      k.name.c_str(), t.link_efficiency[hw], c_.inter.nics_per_node, c_.inter.nic_bandwidth_Bps * 8 / 1e9);
+      else
+        std::snprintf(buf, sizeof buf,
+                      "%s fitted to %.3g, at its ceiling: the measurements move about as much as the cluster's intra-node link "
+                      "allows (%.4g GB/s per GPU); if it is faster, raise intra_node.bandwidth_GBps and calibrate again",
+                      k.name.c_str(), t.link_efficiency[hw], c_.intra.bandwidth_Bps / 1e9);
+      note += (note.empty() ? "" : "; ") + std::string(buf);
+    }
+    return note;
+  }
+
   // The fitted constants, what was fitted, and every point before and after.
   CalibrationResult result(const NcclTuning& tuning, const std::string& held_back) const {
     CalibrationResult r;
     r.tuning = tuning;
     r.held_back = held_back;
+    r.at_ceiling = ceiling_note(tuning);
     for (const auto& k : knobs_) r.fitted.push_back(k.name);
     if (candidates_.size() > 1) r.fitted.push_back("channels");
     std::vector<double> after, before;
@@ -448,6 +476,7 @@ Json calibrated_cluster_json(const Json& cluster_doc, const CalibrationResult& r
   rec["fitted"] = r.fitted;
   rec["median_abs_error"] = round_sig(r.median_abs_error, 3);
   rec["max_abs_error"] = round_sig(r.max_abs_error, 3);
+  if (!r.at_ceiling.empty()) rec["at_ceiling"] = r.at_ceiling;
   std::map<std::tuple<std::string, int, int>, Json> groups;
   for (const auto& p : r.points) {
     Json& g = groups[{collective_op_name(p.measured.op), p.measured.gpus, p.measured.nodes}];

@@ -27,6 +27,10 @@ struct CalibrationResult {
   // Empty, or why the fit was held back: the least-squares fit made some measurement worse than the
   // cluster's constants by more than 2 points of relative error, and was refitted so that none is.
   std::string held_back;
+  // Empty, or which fitted link efficiency ended at its ceiling (kCeilingEfficiency or more): the
+  // measurements moved about as much as the cluster's stated link allows, so the stated rate, not the
+  // data, capped the fit (a 100 Gb/s nominal NIC under a network that moved 13 GB/s of bus bandwidth).
+  std::string at_ceiling;
 };
 
 // Fits what the points can identify: intra-node latencies, link efficiency, LL/LL128 bandwidth

@@ -275,3 +275,18 @@ TEST_CASE("emulated cluster: 2 nodes of 2 GPUs, NVLink inside and sockets betwee
     CHECK(std::fabs(predict_measured(c, c.collectives.nccl, p).time_s / p.time_s - 1) <= 0.12);  // reached 11% (4 MiB)
   }
 }
+
+TEST_CASE("emulated cluster: calibrate says when the stated NIC rate, not the data, capped the fit") {
+  // The 2-node sweep moved 13.3-14.8 GB/s of bus bandwidth; under a nominal 100 Gb/s NIC the fitted
+  // link_efficiency.net ran into 1 and the fit was 32.5% off (this session's first calibration).
+  auto pts = read_measured(kData + "/gpu4_large/s2x2n2/collective").points;
+  for (auto& p : pts) p.nodes = 2;  // --gpus-per-node 2
+  ClusterSpec c = load_cluster(kData + "/h200-sockets-n2-base.json");
+  const CalibrationResult fine = calibrate(c, pts);
+  CHECK(fine.at_ceiling.empty());
+  c.inter.nic_bandwidth_Bps = 100e9 / 8;
+  const CalibrationResult capped = calibrate(c, pts);
+  CHECK(capped.at_ceiling.find("link_efficiency.net") != std::string::npos);
+  CHECK(capped.at_ceiling.find("nic_bandwidth_Gbps") != std::string::npos);
+  CHECK(capped.median_abs_error > fine.median_abs_error);
+}
