@@ -16,7 +16,7 @@ Writes JSON: {"layers": {"conv": {"fp32": {"fwd_s": .., "bwd_s": .., "step_s": .
 "provenance": {..}}. dtsim's framework profile turns it into per-kernel host costs
 (validation/scripts/host_cost_profile.py).
 
-  python3 validation/pytorch/host_costs.py --out host_costs.json
+  python3 validation/pytorch/host_costs.py --out host_costs.json [--gpus 2]
 """
 import argparse
 import datetime
@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -35,6 +36,9 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dist_launch  # noqa: E402
 
 
 class AddConst(nn.Module):
@@ -138,22 +142,15 @@ def measure(kind, depth, prec, iters, warmup, device):
     return statistics.median(fwd), statistics.median(bwd), statistics.median(step)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--shallow", type=int, default=8)
-    ap.add_argument("--deep", type=int, default=40)
-    ap.add_argument("--iters", type=int, default=200)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--kinds", default="conv,conv_bias,batchnorm,relu,maxpool,avgpool,add,linear,dropout,"
-                    + ",".join(SEQUENCE_KINDS))
-    a = ap.parse_args()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29561")
-    device = torch.device("cuda", 0)
-    torch.cuda.set_device(device)
+def run(rank, a):
+    """One rank: every kind and precision, shallow and deep; rank 0 writes the JSON. With --gpus 2 or
+    more, every rank's DDP reducer all-reduces its buckets, as a multi-GPU eager step does: the
+    difference to --gpus 1 is the host time DDP adds per layer once there is someone to talk to."""
+    device = dist_launch.init_rank(rank, a) if a.gpus > 1 else torch.device("cuda", 0)
+    if a.gpus == 1:
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", rank=0, world_size=1, device_id=device)
     torch.backends.cudnn.benchmark = True
-    dist.init_process_group("nccl", rank=0, world_size=1, device_id=device)
     out = {"layers": {}}
     for kind in a.kinds.split(","):
         out["layers"][kind] = {}
@@ -163,22 +160,52 @@ def main():
             n = a.deep - a.shallow
             per = {k: (dv - sv) / n for k, sv, dv in zip(("fwd_s", "bwd_s", "step_s"), s, d)}
             out["layers"][kind][prec] = {k: float(f"{v:.4g}") for k, v in per.items()}
-            print(f"{kind:10s} {prec}  fwd {per['fwd_s'] * 1e6:7.1f} us  bwd {per['bwd_s'] * 1e6:7.1f} us  "
-                  f"step {per['step_s'] * 1e6:6.1f} us per layer", flush=True)
+            # the shallow chain's whole iteration: the fixed costs a step pays whatever its depth
+            out["layers"][kind][prec]["shallow_iteration_s"] = float(f"{sum(s):.4g}")
+            if rank == 0:
+                print(f"{kind:10s} {prec}  fwd {per['fwd_s'] * 1e6:7.1f} us  bwd {per['bwd_s'] * 1e6:7.1f} us  "
+                      f"step {per['step_s'] * 1e6:6.1f} us per layer; shallow iteration {sum(s) * 1e6:7.1f} us", flush=True)
     dist.destroy_process_group()
-    out["method"] = (f"DDP (world 1) chains of {a.shallow} and {a.deep} identical layers on a tiny input, "
-                     f"{a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
+    if rank != 0:
+        return
+    out["method"] = (f"DDP (world {a.gpus}, one process per GPU) chains of {a.shallow} and {a.deep} identical layers on "
+                     f"a tiny input, {a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
                      f"(zero_grad + forward + loss), backward and optimizer step; per layer = (deep - shallow) "
-                     f"/ {a.deep - a.shallow}")
+                     f"/ {a.deep - a.shallow}; rank 0's figures")
+    out["gpus"] = a.gpus
     out["provenance"] = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": os.environ.get("DTSIM_GIT_COMMIT", "unknown"),
         "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
         "gpu": torch.cuda.get_device_name(0), "host": platform.node(), "cpu": platform.processor(),
         "cpus": os.cpu_count(), "python": platform.python_version(),
+        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
     }
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--shallow", type=int, default=8)
+    ap.add_argument("--deep", type=int, default=40)
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--kinds", default="conv,conv_bias,batchnorm,relu,maxpool,avgpool,add,linear,dropout,"
+                    + ",".join(SEQUENCE_KINDS))
+    ap.add_argument("--gpus", type=int, default=1, help="ranks (one process per GPU); 1 as before 2026-11-28")
+    ap.add_argument("--port", type=int, default=29561)
+    a = ap.parse_args()
+    if a.gpus < 1:
+        raise SystemExit(f"--gpus: at least 1, not {a.gpus}")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(a.port))
+    if a.gpus == 1:
+        run(0, a)
+    else:
+        dist_launch.run_ranks(run, a)
 
 
 if __name__ == "__main__":
