@@ -19,6 +19,7 @@
 #include "modes.hpp"
 #include "provenance.hpp"
 #include "shapes.hpp"
+#include "train_kernels.hpp"
 #include "util.hpp"
 
 namespace dh {
@@ -147,6 +148,11 @@ struct EltItem {
   long long elements;
   std::string source;
 };
+struct ConcatItem {  // one input's copy into (fwd) or out of (bwd) its slice of a concatenation
+  int N, Cs, Cd;
+  long long HW;
+  std::string source;
+};
 struct SoftmaxItem {
   int N, classes;
   std::string source;
@@ -157,7 +163,7 @@ struct SgdItem {
 };
 
 const std::vector<std::string> kAllKinds = {"gemm", "batchnorm", "activation", "pool", "add",
-                                            "softmax_ce", "sgd_update", "conv2d"};
+                                            "concat", "softmax_ce", "sgd_update", "conv2d"};
 
 const std::vector<std::string> kTail = {"impl", "time_median_s", "time_min_s", "time_spread_s", "repeats", "source"};
 std::vector<std::string> header(std::vector<std::string> h) {
@@ -549,6 +555,29 @@ struct Ctx {
     }
     arena->reset();
   }
+  // The train mode's concatenation: one kernel per input, copying it into its channel slice of the
+  // output (forward) or its gradient out of the output's gradient (backward); op "slice" names that
+  // lowering (PyTorch's torch.cat is one kernel for all inputs).
+  void concat(const ConcatItem& it) {
+    std::string shape = "N=" + I(it.N) + ";Cs=" + I(it.Cs) + ";Cd=" + I(it.Cd) + ";HW=" + I(it.HW);
+    for (const auto& mode : modes) {
+      arena->reset();
+      DType dt = dtype_of(mode);
+      guard("concat", "all", mode, shape, [&] {
+        const size_t small_n = size_t(it.N) * it.Cs * it.HW, big_n = size_t(it.N) * it.Cd * it.HW;
+        void* small = alloc_filled(small_n, dt);
+        void* big = alloc_filled(big_n, dt);
+        const int off = it.Cd - it.Cs;  // the last slice, as the newest input of a dense block lands
+        std::vector<std::string> cells = {"concat", "fwd", mode, dtype_name(dt), "slice", I(small_n), I(it.N), I(it.Cs), I(it.Cd), I(it.HW)};
+        Stats s = time_on_gpu(stream, [&] { concat_slice(stream, dt, small, big, it.N, it.Cs, it.Cd, off, it.HW, true, false); }, tcfg);
+        row("concat", cells, "cuda_kernel", s, it.source);
+        s = time_on_gpu(stream, [&] { concat_slice(stream, dt, small, big, it.N, it.Cs, it.Cd, off, it.HW, false, false); }, tcfg);
+        cells[1] = "bwd";
+        row("concat", cells, "cuda_kernel", s, it.source);
+      });
+    }
+    arena->reset();
+  }
   // Cross-entropy runs in fp32 in both math modes (autocast casts its input to fp32): one
   // measurement, math_mode "any".
   void softmax(const SoftmaxItem& it) {
@@ -783,7 +812,7 @@ int run_kernels(const Args& a) {
   const bool log_engines = a.has("log-engines");
   // Budget shares of the kinds run before conv2d, which gets whatever is left.
   std::map<std::string, double> share = {{"gemm", 0.10},      {"batchnorm", 0.06}, {"activation", 0.025},
-                                         {"pool", 0.03},      {"add", 0.015},      {"softmax_ce", 0.01},
+                                         {"pool", 0.03},      {"add", 0.015},      {"concat", 0.015}, {"softmax_ce", 0.01},
                                          {"sgd_update", 0.01}, {"conv2d", 1.0}};
   for (auto& kv : a.list("share", "")) {
     auto p = split(kv, '=');
@@ -800,9 +829,9 @@ int run_kernels(const Args& a) {
     std::printf("zoo: %zu models (", z.models.size());
     for (auto& m : z.models) std::printf(" %s", m.c_str());
     std::printf(" )\nper-sample shapes: conv %zu, linear %zu, batchnorm %zu, pool %zu, activation %zu, add %zu, "
-                "softmax %zu; x %zu batch sizes\n",
+                "concat slices %zu, softmax %zu; x %zu batch sizes\n",
                 z.conv.size(), z.linear.size(), z.bn.size(), z.pool.size(), z.act.size(), z.add.size(),
-                z.softmax.size(), batches.size());
+                z.concat.size(), z.softmax.size(), batches.size());
     return 0;
   }
   DH_CUDA(cudaSetDevice(c.device));
@@ -873,6 +902,7 @@ int run_kernels(const Args& a) {
       {"pool", header({"kind", "pass", "math_mode", "dtype", "mode", "N", "C", "H", "W", "R", "S", "stride", "pad",
                        "P", "Q"})},
       {"add", header({"kind", "pass", "math_mode", "dtype", "elements"})},
+      {"concat", header({"kind", "pass", "math_mode", "dtype", "op", "elements", "N", "slice_channels", "channels", "HW"})},
       {"softmax_ce", header({"kind", "pass", "math_mode", "dtype", "N", "classes"})},
       {"sgd_update", header({"kind", "pass", "math_mode", "dtype", "parameters"})},
   };
@@ -1005,6 +1035,21 @@ int run_kernels(const Args& a) {
         rnd.push_back({"add", static_cast<long long>(std::exp(u(rng) * std::log(1.5e9))), "random"});
       auto items = interleave(zoo, rnd, rng);
       sweep("add", items, [&](const EltItem& it) { c.add(it); });
+    }
+    // concat: every input's slice of the zoo's concatenations at every batch, and random slices
+    {
+      std::vector<ConcatItem> zoo, rnd;
+      for (auto& l : z.concat)
+        for (auto b : batches) zoo.push_back({int(b), l.Cs, l.Cd, l.HW, l.source});
+      size_t nr = n_random(zoo.size(), 300);
+      while (rnd.size() < nr) {
+        int H = log_uniform(rng, 1, 224);
+        ConcatItem it{rand_batch(), log_uniform(rng, 1, 2048), 0, static_cast<long long>(H) * H, "random"};
+        it.Cd = it.Cs + log_uniform(rng, 1, 2048);
+        if (double(it.N) * it.Cd * it.HW <= 1.2e9) rnd.push_back(it);
+      }
+      auto items = interleave(zoo, rnd, rng);
+      sweep("concat", items, [&](const ConcatItem& it) { c.concat(it); });
     }
     // softmax cross-entropy
     {

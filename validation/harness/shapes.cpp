@@ -172,6 +172,9 @@ Zoo load_zoo(const std::string& dir, const std::vector<std::string>& only, const
       } else if (op == "concat") {
         y.C = 0;
         for (auto& i : in) y.C += i.C;
+        for (auto& i : in)
+          if (once("concat " + std::to_string(i.C) + " " + std::to_string(y.C) + " " + std::to_string(x.H * x.W)))
+            z.concat.push_back({int(i.C), int(y.C), x.H * x.W, src});
       } else if (op == "dropout") {
       } else if (op == "flatten") {
         y = T{x.elements(), 0, 0};

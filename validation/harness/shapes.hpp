@@ -32,6 +32,13 @@ struct EltLayer {  // relu/relu6 (op), add: elements per sample
   long long elements;
   std::string source;
 };
+// One input of a concatenation along channels: the harness copies each input into its slice of the
+// output with a kernel of its own (train_kernels.cu concat_slice).
+struct ConcatSlice {
+  int Cs, Cd;        // the input's channels, the output's
+  long long HW;      // spatial elements per channel
+  std::string source;
+};
 struct ClassLayer {  // softmax cross-entropy: classes per sample
   int classes;
   std::string source;
@@ -49,6 +56,7 @@ struct Zoo {
   std::vector<PoolLayer> pool;
   std::vector<EltLayer> act, add;
   std::vector<ClassLayer> softmax;
+  std::vector<ConcatSlice> concat;
   std::vector<ModelParams> params;
 };
 
