@@ -24,6 +24,8 @@ std::string predictor_key(const KernelDesc& k) {
   std::string key = std::string(kind_name(k.kind)) + "/" + pass_name(pass) + "/" + m;
   if (k.kind == KernelKind::Pool || k.kind == KernelKind::Activation) key += std::string("/") + k.variant;
   if (k.kind == KernelKind::Attention && *k.variant) key += std::string("/") + k.variant;  // attention/fwd/bf16/dropout
+  // concat/fwd/bf16/slice: one input's copy into its slice (the harness's lowering, FrameworkSpec::concat_copy_per_input)
+  if (k.kind == KernelKind::Concat && *k.variant) key += std::string("/") + k.variant;
   // NHWC convolutions have their own measurements (validation/data/<gpu>/kernels_nhwc): on the same
   // shapes they take about half the NCHW time, the transposes cuDNN adds around NCHW tensors gone.
   // PyTorch's channels_last batchnorm too (validation/data/<gpu>/kernels_nhwc/batchnorm.csv): relative to

@@ -6,21 +6,14 @@
 
 #include "core/error.hpp"
 #include "core/output.hpp"
+#include "core/text_file.hpp"
 
 namespace dtsim {
 
 Json load_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open file");
-  // Read in chunks with a cap, so that a device or an endless pipe given as a file cannot exhaust memory.
-  constexpr size_t kMaxBytes = size_t(256) << 20;
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxBytes) throw InputError(path, "larger than 256 MiB: not an input file");
-  }
-  if (in.bad()) throw InputError(path, "cannot read file");
+  // Read with a cap, so that a device or an endless pipe given as a file cannot exhaust memory; a
+  // run file may be stored gzip-compressed (core/text_file.hpp).
+  const std::string text = read_text_file(path);
   // nlohmann::json keeps one of two equal keys without a word: a duplicated field would silently
   // override (or be overridden by) the first. The parser's callback tracks where it is (the JSON
   // path of every open object and array) and refuses a key its object already has.

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/install_packages.sh
-install_missing fuzz cmake make pkg-config clang libclang-rt-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libonnx-dev libprotobuf-dev
+install_missing fuzz cmake make pkg-config clang libclang-rt-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libonnx-dev libprotobuf-dev zlib1g-dev
 
 mode="${1:-smoke}"
 targets=(model cluster sweep measured onnx)

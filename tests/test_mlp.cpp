@@ -463,3 +463,28 @@ TEST_CASE("ratio predictors: a channels_last time is the contiguous twin's time 
   CHECK_THROWS_AS(load_predictors(root + "/h100-sxm"), InputError);
   fs::remove_all(root);
 }
+
+TEST_CASE("datasets: a file stored gzip-compressed is read, hashed and listed under its plain name") {
+  std::string dir = (fs::temp_directory_path() / ("dtsim_mlp_gz_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  const std::string text = "kind,pass,math_mode,op,elements,time_median_s\nconcat,fwd,bf16,slice,50176,4.3e-06\nadd,fwd,fp32,,1000,3e-06\n";
+  std::ofstream(dir + "/plain.csv") << text;
+  std::ofstream(dir + "/packed.csv") << text;
+  REQUIRE(std::system(("gzip -n " + dir + "/packed.csv").c_str()) == 0);
+  REQUIRE(!fs::exists(dir + "/packed.csv"));
+  const auto plain = read_kernel_csv(dir + "/plain.csv");
+  const auto packed = read_kernel_csv(dir + "/packed.csv");  // finds packed.csv.gz
+  REQUIRE(packed.size() == 2);
+  CHECK(packed[0].key == "concat/fwd/bf16/slice");  // the harness's per-input copy has its own predictors
+  CHECK(packed[0].kernel.shape[0] == 50176);
+  CHECK(packed[1].key == plain[1].key);
+  CHECK(packed[1].time_s == plain[1].time_s);
+  // The hash is the text's, so a manifest's data hashes stay valid when a file is compressed.
+  CHECK(file_fnv1a64(dir + "/packed.csv") == file_fnv1a64(dir + "/plain.csv"));
+  std::vector<std::string> files;
+  const auto by_key = read_kernel_dataset(dir, &files);
+  CHECK(std::find(files.begin(), files.end(), dir + "/packed.csv") != files.end());
+  CHECK(by_key.at("concat/fwd/bf16/slice").size() == 2);
+  CHECK_THROWS_WITH(read_kernel_csv(dir + "/missing.csv"), Catch::Matchers::Contains("missing.csv") && Catch::Matchers::Contains("cannot open"));
+  fs::remove_all(dir);
+}

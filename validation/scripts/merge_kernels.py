@@ -10,18 +10,34 @@ DEST's columns: they must have every column DEST has (the harness's full header 
 does not keep (conv2d_graph.csv drops dtype, P, Q and impl: equal to math_mode, derived from the shape,
 and one value) are left out. Dropped columns' values are checked to be what DEST's rows imply where the
 rule is known (dtype == math_mode), so nothing measured is lost silently.
+A file stored gzip-compressed (NAME.csv.gz, as the repository keeps files past a few MB) is read and
+written as such, named either way.
 """
 import csv
+import gzip
 import os
 import sys
+
+
+def data_path(path):
+    """path, or path.gz where only that exists (core/text_file.hpp reads them alike)."""
+    return path if os.path.exists(path) or not os.path.exists(path + ".gz") else path + ".gz"
+
+
+def open_text(path, mode="r"):
+    path = data_path(path) if "r" in mode else path
+    if path.endswith(".gz"):
+        return gzip.open(path, mode + "t", newline="")
+    return open(path, mode, newline="")
 
 # Columns that may be dropped because they carry nothing the other columns do not.
 DERIVED = {"dtype", "P", "Q", "impl"}
 
 
 def write_atomic(dest, header, body):
-    tmp = dest + ".tmp"
-    with open(tmp, "w", newline="") as f:
+    dest = data_path(dest)
+    tmp = dest + ".tmp" + (".gz" if dest.endswith(".gz") else "")
+    with open_text(tmp, "w") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         w.writerows(body)
@@ -37,7 +53,7 @@ def drop(cols, dest):
     bad = [c for c in cols if c not in DERIVED]
     if bad:
         sys.exit(f"--drop: {', '.join(bad)} not derivable (droppable: {', '.join(sorted(DERIVED))})")
-    with open(dest, newline="") as f:
+    with open_text(dest) as f:
         rows = list(csv.DictReader(f))
         header = [c for c in rows[0].keys() if c not in cols] if rows else []
     for r in rows:
@@ -52,14 +68,14 @@ def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     dest, news = sys.argv[1], sys.argv[2:]
-    with open(dest, newline="") as f:
+    with open_text(dest) as f:
         rows = list(csv.reader(f))
     header, body = rows[0], rows[1:]
     cut = header.index("algo")
     seen = {tuple(r[:cut]) for r in body}
     added = dropped = 0
     for path in news:
-        with open(path, newline="") as f:
+        with open_text(path) as f:
             reader = csv.DictReader(f)
             missing = [c for c in header if c not in (reader.fieldnames or [])]
             if missing:

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 #include "compute/impl/mlp/features.hpp"
 
 namespace dtsim::mlp {
@@ -98,6 +100,7 @@ bool measured_kind(KernelKind kind) {
     case KernelKind::Activation:
     case KernelKind::Pool:
     case KernelKind::Add:
+    case KernelKind::Concat:
     case KernelKind::SoftmaxCE:
     case KernelKind::SgdUpdate:
     case KernelKind::LayerNorm:
@@ -161,6 +164,10 @@ bool kernel_from_row(const Row& r, KernelDesc& k) {
     case KernelKind::Add:
       s = {r.integer("elements"), 2};
       break;
+    case KernelKind::Concat:  // one input's slice copy (op "slice", the harness's concat_slice)
+      s = {r.integer("elements")};
+      k.variant = intern_variant(r.str("op"));
+      break;
     case KernelKind::SoftmaxCE:
       s = {r.integer("N"), r.integer("classes")};
       break;
@@ -199,8 +206,7 @@ bool kernel_from_row(const Row& r, KernelDesc& k) {
 }  // namespace
 
 std::vector<Sample> read_kernel_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot open file");
+  std::istringstream in(read_text_file(path));
   std::vector<Sample> out;
   std::map<std::string, size_t> col;
   std::string line;
@@ -239,6 +245,8 @@ std::map<std::string, std::vector<Sample>> read_kernel_dataset(const std::string
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".csv" && e.path().filename() != "skipped.csv") paths.push_back(e.path().string());
+    else if (e.path().extension() == ".gz" && e.path().stem().extension() == ".csv" && e.path().stem() != "skipped.csv")
+      paths.push_back((e.path().parent_path() / e.path().stem()).string());  // named as NAME.csv: read_kernel_csv finds the .gz
   if (ec) throw InputError(dir, "cannot read folder");
   std::sort(paths.begin(), paths.end());
   std::map<std::string, std::vector<Sample>> by_key;
@@ -249,16 +257,12 @@ std::map<std::string, std::vector<Sample>> read_kernel_dataset(const std::string
 }
 
 std::string file_fnv1a64(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open file");
+  // Over the decompressed text: a data file keeps its hash when it is stored gzip-compressed.
+  const std::string text = read_text_file(path);
   uint64_t h = 1469598103934665603ULL;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h ^= static_cast<unsigned char>(buf[i]);
-      h *= 1099511628211ULL;
-    }
-    if (!in) break;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
