@@ -32,11 +32,11 @@ class KernelCommand : public Command {
     c->add_option("--dtype", dtype_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16")->capture_default_str();
     c->add_option("--shape", shape_,
                   "Comma-separated NAME=VALUE: conv2d N,C,H,W,K,R,S,stride,pad,dil,groups; gemm M,N,K (C[MxN] = A[MxK] B[KxN]); batchnorm "
-                  "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add elements; softmax_ce N,classes; sgd_update and adam_update params; "
+                  "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add/concat elements; softmax_ce N,classes; sgd_update and adam_update params; "
                   "eltwise read,written (elements); layernorm rows,features; attention N,heads,T,head_dim,causal (0 or 1, default 0); "
                   "embedding rows,dim,num_embeddings")
         ->required();
-    c->add_option("--variant", variant_, "activation: relu (default), relu6, gelu, gelu_tanh, ...; pool: max (default) or avg; adam_update: adamw (default) "
+    c->add_option("--variant", variant_, "activation: relu (default), relu6, gelu, gelu_tanh, ...; pool: max (default) or avg; concat: slice (one input's copy into its slice, as the harness runs it); adam_update: adamw (default) "
                   "or adam; eltwise: the lowering's name (bias_add, bias_grad, ...), which framework profiles key on");
     c->add_option("--framework", framework_,
                   "Price the kernel as this framework runs it (configs/frameworks: " + join_names(framework_presets()) +

@@ -67,6 +67,10 @@ struct FrameworkHostCosts {
   // one fused kernel over its flat buffer) instead of a kernel per layer (sim/schedule.hpp
   // update_kernel_times).
   bool optimizer_update_fused = false;
+  // A concatenation run as one copy kernel per input into its channel slice of the output (the
+  // harness's concat_slice), and its backward as one per input out of it, instead of one kernel for
+  // all inputs (PyTorch's torch.cat). Priced by the concat/*/slice predictors.
+  bool concat_copy_per_input = false;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

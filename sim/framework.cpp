@@ -57,6 +57,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
   f.linear_bias_in_gemm = o.boolean_or("linear_bias_in_gemm", false);
   f.optimizer_update_fused = o.boolean_or("optimizer_update_fused", false);
+  f.concat_copy_per_input = o.boolean_or("concat_copy_per_input", false);
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

@@ -57,6 +57,7 @@ ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool reco
   opt.host_cost_s = &f.host_cost_s;
   opt.ddp_gradient_copy = f.ddp_gradient_copy;
   opt.linear_bias_in_gemm = f.linear_bias_in_gemm;
+  opt.concat_copy_per_input = f.concat_copy_per_input;
   opt.optimizer_update_fused = f.optimizer_update_fused;
   opt.iteration_overhead_s = f.iteration_overhead_s;
   opt.record_kernels = record_kernels;
@@ -237,16 +238,48 @@ void update_kernel_times(const ComputeModel& compute, const std::vector<KernelDe
     if (fused_at[i] != SIZE_MAX && first[fused_at[i]] != i) out[i].seconds = 0;
 }
 
+// One concatenation as the framework runs it: per input, a copy of its elements into (forward) or
+// out of (backward) its channel slice of the output, in input order; the backward skips the model's
+// input, which needs no gradient.
+static void concat_per_input(const Graph& g, const KernelDesc& k, std::vector<KernelDesc>& out) {
+  const Layer& l = g.layers[k.layer];
+  const int64_t channels = l.out.c;
+  int64_t sum = 0;
+  for (const Shape& x : l.in) sum += x.c;
+  if (sum != channels || channels <= 0) return out.push_back(k);  // not along channels: one kernel as lowered
+  for (size_t j = 0; j < l.inputs.size(); ++j) {
+    if (k.pass != Pass::Fwd && l.inputs[j] < 0) continue;
+    KernelDesc slice = k;
+    slice.shape[0] = k.shape[0] / channels * l.in[j].c;
+    slice.variant = "slice";
+    set_cost(slice);
+    out.push_back(slice);
+  }
+}
+
+// The kernels as the framework issues them: the bias adds cuBLASLt's epilogue absorbs dropped, each
+// concatenation split per input where the framework copies input by input.
+static IterationKernels framework_kernels(const Graph& g, const IterationKernels& all, const ScheduleOptions& opt) {
+  IterationKernels k = all;
+  if (opt.linear_bias_in_gemm)
+    k.forward.erase(std::remove_if(k.forward.begin(), k.forward.end(), [&](const KernelDesc& d) { return bias_in_gemm(g, d); }), k.forward.end());
+  if (opt.concat_copy_per_input)
+    for (std::vector<KernelDesc>* list : {&k.forward, &k.backward}) {
+      std::vector<KernelDesc> split;
+      for (const KernelDesc& d : *list)
+        if (d.kind == KernelKind::Concat && d.layer >= 0) concat_per_input(g, d, split);
+        else split.push_back(d);
+      *list = std::move(split);
+    }
+  return k;
+}
+
 IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all, const ComputeModel& compute,
                                      const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
-  IterationKernels fused;
-  const bool drop = opt.linear_bias_in_gemm && std::any_of(all.forward.begin(), all.forward.end(), [&](const KernelDesc& d) { return bias_in_gemm(g, d); });
-  if (drop) {
-    fused = all;
-    fused.forward.erase(std::remove_if(fused.forward.begin(), fused.forward.end(), [&](const KernelDesc& d) { return bias_in_gemm(g, d); }),
-                        fused.forward.end());
-  }
-  const IterationKernels& k = drop ? fused : all;
+  const bool changed = opt.concat_copy_per_input ||
+                       (opt.linear_bias_in_gemm && std::any_of(all.forward.begin(), all.forward.end(), [&](const KernelDesc& d) { return bias_in_gemm(g, d); }));
+  const IterationKernels framework = changed ? framework_kernels(g, all, opt) : IterationKernels{};
+  const IterationKernels& k = changed ? framework : all;
   IterationTimeline t;
   const size_t L = g.layers.size();
   t.layers.assign(L, {});

@@ -180,6 +180,8 @@ void parse_memory(JsonObject& o, MeasuredRun& r) {
 }
 
 // Per-layer forward and backward times, summed over a layer's kernels; the optimizer is not a layer.
+// An entry of `calls` > 1 (a concatenation's backward copies, a fan-out's gradient accumulations) holds
+// the median of one call (the harness's layers_note), so it counts calls times.
 void parse_layers(JsonObject& o, const std::string& what, MeasuredRun& r) {
   if (!o.has("layers")) return;
   const Json& layers = o.raw("layers");
@@ -189,8 +191,9 @@ void parse_layers(JsonObject& o, const std::string& what, MeasuredRun& r) {
     JsonObject l = array_object(layers, i, what, "$.layers");
     std::string name = l.str("name");
     std::string pass = l.str("pass");
-    double time = l.number("time_s", 0.0, 1e6);
-    accept(l, {"op", "kernel_kind", "shape", "start_s", "calls"});
+    const double calls = l.number_or("calls", 1.0, 0.0, 1e9);
+    double time = l.number("time_s", 0.0, 1e6) * calls;
+    accept(l, {"op", "kernel_kind", "shape", "start_s"});
     l.reject_unknown();
     if (pass == "update") continue;  // the optimizer, not a layer
     auto [it, fresh] = index.emplace(name, r.layers.size());

@@ -126,7 +126,11 @@ TEST_CASE("a kernel spec fills PyTorch's defaults and names the flag to fix") {
   CHECK(k.shape[9] == 1);   // pad_h
   CHECK(k.shape[13] == 1);  // groups
   CHECK(k.flops > 0);
-  CHECK_THROWS_WITH(parse_kernel_spec({"concat", "fwd", "fp32", "elements=4", ""}), Catch::Contains("--kind"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"dropout", "fwd", "fp32", "elements=4", ""}), Catch::Contains("--kind"));
+  // concat: one kernel for all inputs (torch.cat), or one input's slice copy (the harness's lowering)
+  CHECK(std::string(parse_kernel_spec({"concat", "fwd", "bf16", "elements=4", "slice"}).variant) == "slice");
+  CHECK(std::string(parse_kernel_spec({"concat", "bwd", "bf16", "elements=4", ""}).variant).empty());
+  CHECK_THROWS_WITH(parse_kernel_spec({"concat", "fwd", "bf16", "elements=4", "stack"}), Catch::Contains("--variant"));
   CHECK_THROWS_WITH(parse_kernel_spec({"gemm", "bwd_filter", "fp32", "M=1,N=1,K=1", ""}), Catch::Contains("not a pass of gemm"));
   CHECK_THROWS_WITH(parse_kernel_spec({"pool", "fwd", "fp32", "N=1,C=1,H=4,W=4,R=2,S=2,Q=3", ""}), Catch::Contains("'Q' is not a field of pool"));
 }

@@ -166,3 +166,46 @@ TEST_CASE("framework host costs: the most specific key wins, else the launch cos
   CHECK(framework_host_cost_s(f.forward[0], &table, 7e-6) == 30e-6);  // fp32 run: tf32 conv keyed fp32, falls to conv2d/fwd
   CHECK(framework_host_cost_s(f.forward[0], nullptr, 7e-6) == 7e-6);
 }
+
+TEST_CASE("a framework that concatenates input by input issues one slice copy per input") {
+  // The harness copies each input into its channel slice (concat_slice), and each gradient out of it;
+  // PyTorch's torch.cat is one kernel. densenet121's dense blocks concatenate up to 32 inputs.
+  const ClusterSpec c = load_cluster("h200-sxm");
+  const Graph g = load_model("densenet121");
+  const IterationKernels k = lower_iteration(g, 32, Precision::BF16);
+  auto compute = cluster_compute_model("auto", c);
+  FrameworkSpec f = c.framework;
+  static_cast<FrameworkHostCosts&>(f) = load_framework("harness");
+  REQUIRE(f.concat_copy_per_input);
+  auto step = [&](bool per_input) {
+    f.concat_copy_per_input = per_input;
+    return simulate_iteration(g, k, *compute, [](double) { return 0.0; }, schedule_options(f, true, true));
+  };
+  const IterationTimeline one = step(false), per_input = step(true);
+  size_t inputs = 0, concats = 0, fed_by_model_input = 0;
+  for (const Layer& l : g.layers)
+    if (l.op == Op::Concat) {
+      ++concats;
+      inputs += l.inputs.size();
+      fed_by_model_input += std::count(l.inputs.begin(), l.inputs.end(), -1);
+    }
+  REQUIRE(concats == 58);
+  auto slices = [](const IterationTimeline& t, Pass pass) {
+    size_t n = 0;
+    for (const auto& s : t.kernels)
+      if (s.kind == KernelKind::Concat && s.pass == pass) ++n;
+    return n;
+  };
+  CHECK(slices(one, Pass::Fwd) == concats);
+  CHECK(slices(per_input, Pass::Fwd) == inputs);
+  CHECK(slices(per_input, Pass::Bwd) == inputs - fed_by_model_input);
+  for (const auto& s : per_input.kernels)
+    if (s.kind == KernelKind::Concat) CHECK(std::string(s.variant) == "slice");
+  // Every slice copy costs at least a launch: the split step is longer, and the concatenations'
+  // layers account for the difference.
+  CHECK(per_input.iteration_s > one.iteration_s);
+  double cat_one = 0, cat_split = 0;
+  for (size_t i = 0; i < g.layers.size(); ++i)
+    if (g.layers[i].op == Op::Concat) cat_one += one.layers[i].fwd_s + one.layers[i].bwd_s, cat_split += per_input.layers[i].fwd_s + per_input.layers[i].bwd_s;
+  CHECK(cat_split > 2 * cat_one);
+}

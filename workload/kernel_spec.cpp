@@ -13,7 +13,7 @@ namespace dtsim {
 const std::vector<KernelKind>& spec_kinds() {
   static const std::vector<KernelKind> k = {KernelKind::Conv2d, KernelKind::Gemm,      KernelKind::BatchNorm,
                                             KernelKind::Activation, KernelKind::Pool,  KernelKind::Add,
-                                            KernelKind::SoftmaxCE,  KernelKind::SgdUpdate, KernelKind::AdamUpdate,
+                                            KernelKind::Concat,     KernelKind::SoftmaxCE,  KernelKind::SgdUpdate, KernelKind::AdamUpdate,
                                             KernelKind::Eltwise,    KernelKind::LayerNorm, KernelKind::Attention,
                                             KernelKind::Embedding};
   return k;
@@ -138,7 +138,12 @@ void read_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
       if (s[4] != 0 && s[4] != 1) throw InputError("--shape", "causal must be 0 or 1");
       break;
     case KernelKind::Embedding: s = {f.get("rows"), f.get("dim"), f.get("num_embeddings")}; break;
-    default: activation_shape(f, variant, k); break;  // activation (spec_kinds has no concat or dropout)
+    case KernelKind::Concat:  // the elements written: all inputs (torch.cat), or one input's slice (variant slice, the harness's)
+      s = {f.get("elements")};
+      if (variant != "" && variant != "slice") throw InputError("--variant", "concat takes slice (one input's copy) or nothing (one kernel for all inputs)");
+      k.variant = variant == "slice" ? "slice" : "";
+      break;
+    default: activation_shape(f, variant, k); break;  // activation (spec_kinds has no dropout)
   }
 }
 
