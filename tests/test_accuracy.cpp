@@ -124,12 +124,29 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // 7.8% and 3.9% -> 6.0% median, bounds moved with them.
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.08}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.085},
                         Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.061},
-                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 4, 0.14}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.07}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
-    CHECK(s.median <= c.median);  // reached: 6.7%, 8.4%, 3.9% (3.1% before the carry of 2026-11-28), 13.4%
+    // reached: 6.7%, 8.4%, 3.9% (3.1% before the carry of 2026-11-28), 6.6% (12 compile-cuda-graphs
+    // runs at b32-b256 since 2026-11-28's eighteenth session, with the bias kernels fused as Inductor runs them)
+    CHECK(s.median <= c.median);
   }
+  // torch.compile(mode="reduce-overhead") where the GPU paces (a run at least 1.6 times as long as the
+  // same model's at half its batch): the issue's 5% median. Reached 4.5% over 5 runs (vgg16 b64 and b128,
+  // resnet18, resnet50 and mobilenet_v2 at b256); the worst, resnet50 b256 -13.2%, lacks the cudagraph
+  // trees' activation copies (4.6 ms of direct_copy_kernel in its profile), which dtsim does not model.
+  const auto compiled = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
+  std::vector<double> paced;
+  for (const auto& r : compiled)
+    for (const auto& half : compiled)
+      if (half.run.model == r.run.model && 2 * half.run.batch_per_gpu == r.run.batch_per_gpu &&
+          r.run.iteration_s >= 1.6 * half.run.iteration_s)
+        paced.push_back(std::fabs(r.error));
+  REQUIRE(paced.size() == 5);
+  std::sort(paced.begin(), paced.end());
+  CHECK(paced[2] <= 0.05);
+  CHECK(paced.back() <= 0.14);
 }
 
 TEST_CASE("accuracy: PyTorch transformer runs (issue 25), as reached") {
@@ -176,7 +193,7 @@ TEST_CASE("accuracy: transformer runs' peak memory, with the logits the training
 
 TEST_CASE("validate: runs replayed from CUDA graphs have no peak memory to compare (the graphs' pool is not counted)") {
   const auto graphs = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
-  REQUIRE(graphs.size() == 4);
+  REQUIRE(graphs.size() == 12);
   for (const auto& r : graphs) {
     INFO(r.run.file);
     CHECK(r.run.peak_allocated_bytes > 0);  // the file has a count, too low to be the step's

@@ -30,8 +30,7 @@ double bytes_of(const std::vector<KernelDesc>& ks, bool memory_bound_only) {
   double b = 0;
   for (const auto& k : ks)
     if (!memory_bound_only || (k.kind != KernelKind::Conv2d && k.kind != KernelKind::Gemm && k.kind != KernelKind::SoftmaxCE &&
-                               std::string(k.variant) != "autocast" && std::string(k.variant) != "bias_add" &&
-                               std::string(k.variant) != "bias_grad"))
+                               std::string(k.variant) != "autocast"))
       b += k.bytes;
   return b;
 }
@@ -126,6 +125,26 @@ TEST_CASE("torch.compile: fusion never moves more memory-bound bytes") {
     // Convolutions and matmuls are not fused: the same compute-bound work.
     CHECK(bytes_of(f.forward, false) - bytes_of(f.forward, true) == Approx(bytes_of(e.forward, false) - bytes_of(e.forward, true)));
   }
+}
+
+TEST_CASE("torch.compile: a bias add joins the pointwise kernel after it, a bias gradient becomes a reduction") {
+  // vgg16's convolutions have biases and a ReLU after each: Inductor runs the bias add inside the
+  // ReLU's generated kernel (triton_poi_fused__to_copy_convolution_relu_*) and the bias gradient as a
+  // generated reduction (triton_red_fused_convolution_backward_*).
+  const Graph g = load_model("vgg16");
+  StepMode compiled;
+  compiled.execution = Execution::CompileCudaGraphs;
+  const IterationKernels e = lower_iteration(g, 16, Precision::BF16), f = lower_iteration(g, 16, Precision::BF16, compiled);
+  auto count = [](const std::vector<KernelDesc>& ks, const char* variant) {
+    return std::count_if(ks.begin(), ks.end(), [&](const KernelDesc& k) { return std::string(k.variant) == variant; });
+  };
+  const auto convs = std::count_if(g.layers.begin(), g.layers.end(), [](const Layer& l) { return l.op == Op::Conv2d; });
+  CHECK(count(e.forward, "bias_add") >= convs);
+  CHECK(count(e.backward, "bias_grad") >= convs);
+  for (const KernelDesc& k : f.forward)
+    if (std::string(k.variant) == "bias_add") CHECK(g.layers[k.layer].op != Op::Conv2d);  // every conv is followed by its ReLU
+  CHECK(count(f.backward, "bias_grad") == 0);
+  CHECK(count(f.backward, "inductor_reduction") >= convs);
 }
 
 TEST_CASE("validate reads a run's execution object and names a wrong field") {
