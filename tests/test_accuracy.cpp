@@ -134,8 +134,8 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   }
   // torch.compile(mode="reduce-overhead") where the GPU paces (a run at least 1.6 times as long as the
   // same model's at half its batch): the issue's 5% median. Reached 4.5% over 5 runs (vgg16 b64 and b128,
-  // resnet18, resnet50 and mobilenet_v2 at b256); the worst, resnet50 b256 -13.2%, lacks the cudagraph
-  // trees' activation copies (4.6 ms of direct_copy_kernel in its profile), which dtsim does not model.
+  // resnet18, resnet50 and mobilenet_v2 at b256); the worst, resnet50 b256 -13.2%, lacks the 18
+  // direct_copy_kernel copies of its profile (4.6 ms), which dtsim does not model.
   const auto compiled = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
   std::vector<double> paced;
   for (const auto& r : compiled)
