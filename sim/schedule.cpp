@@ -276,8 +276,9 @@ static IterationKernels framework_kernels(const Graph& g, const IterationKernels
 
 IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all, const ComputeModel& compute,
                                      const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
-  const bool changed = opt.concat_copy_per_input ||
-                       (opt.linear_bias_in_gemm && std::any_of(all.forward.begin(), all.forward.end(), [&](const KernelDesc& d) { return bias_in_gemm(g, d); }));
+  auto any_forward = [&](auto&& pred) { return std::any_of(all.forward.begin(), all.forward.end(), pred); };
+  const bool changed = (opt.concat_copy_per_input && any_forward([](const KernelDesc& d) { return d.kind == KernelKind::Concat; })) ||
+                       (opt.linear_bias_in_gemm && any_forward([&](const KernelDesc& d) { return bias_in_gemm(g, d); }));
   const IterationKernels framework = changed ? framework_kernels(g, all, opt) : IterationKernels{};
   const IterationKernels& k = changed ? framework : all;
   IterationTimeline t;
