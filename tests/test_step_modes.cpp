@@ -198,23 +198,3 @@ TEST_CASE("dtsim kernel prices an Adam update as a prediction does") {
   CHECK_THROWS_WITH(parse_kernel_spec({"adam_update", "update", "bf16", "params=10", "lamb"}), Catch::Contains("--variant"));
   CHECK_THROWS_WITH(parse_kernel_spec({"adam_update", "fwd", "bf16", "params=10", ""}), Catch::Contains("--pass"));
 }
-
-TEST_CASE("torch.compile: a batchnorm's running statistics are updated and written back by launches of their own") {
-  // Functionalized under torch.compile: per training batchnorm, the running mean and variance and
-  // num_batches_tracked are updated by two generated kernels and copied back into the three buffers
-  // (resnet50's compiled step: 159 device-to-device copies in the forward for 53 batchnorms).
-  const Graph g = load_model("resnet50");
-  StepMode compiled;
-  compiled.execution = Execution::Compile;
-  const IterationKernels e = lower_iteration(g, 32, Precision::BF16), f = lower_iteration(g, 32, Precision::BF16, compiled);
-  auto count = [](const std::vector<KernelDesc>& ks, const char* variant) {
-    return std::count_if(ks.begin(), ks.end(), [&](const KernelDesc& k) { return std::string(k.variant) == variant; });
-  };
-  const auto bns = std::count_if(g.layers.begin(), g.layers.end(), [](const Layer& l) { return l.op == Op::BatchNorm2d; });
-  REQUIRE(bns == 53);
-  CHECK(count(f.forward, "buffer_write_back") == 3 * bns);
-  CHECK(count(f.forward, "inductor_running_stats") == bns);
-  CHECK(count(f.forward, "inductor_batches_tracked") == bns);
-  CHECK(count(e.forward, "buffer_write_back") == 0);  // eager: cuDNN's batchnorm updates them in place
-  CHECK(count(f.backward, "buffer_write_back") == 0);
-}

@@ -690,7 +690,6 @@ struct Lowering {
     int64_t inputs_el = 0, outputs_el = 0, batchnorm_el = 0;
     int batchnorms = 0;
     int first = -1;
-    std::vector<int64_t> running_stat_channels;  // per training batchnorm with running statistics
   };
 
   // Runs of consecutive fusable layers: run[li] is the layer's run index or -1.
@@ -723,7 +722,6 @@ struct Lowering {
       for (int c : readers[i]) read_outside = read_outside || run[c] != run[i];
       if (read_outside) r.outputs_el += n * l.out.elements();
       if (l.op == Op::BatchNorm2d || l.op == Op::LayerNorm) r.batchnorms++, r.batchnorm_el += n * l.in[0].elements();
-      if (l.op == Op::BatchNorm2d) r.running_stat_channels.push_back(l.in[0].c);
     }
     return runs;
   }
@@ -736,18 +734,6 @@ struct Lowering {
     for (int b = 0; b < r.batchnorms; ++b)  // statistics (fwd) or weight and bias gradients (bwd)
       to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {pass == Pass::Fwd ? per_bn : 2 * per_bn, 0}, "inductor_reduction", false));
     if (pass == Pass::Fwd) to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {r.inputs_el, r.outputs_el}, "inductor_pointwise", false));
-    // A compiled batchnorm is functionalized: its running statistics are updated by generated kernels of
-    // their own (the running mean and variance, num_batches_tracked + 1) and written back into the
-    // module's three buffers with copies. Tiny on the GPU, but each is a launch. torch.profiler, resnet50
-    // b128 bf16 compiled without CUDA graphs on one H200: 159 device-to-device copies in the forward
-    // for 53 batchnorms, and 48 each of triton_per_fused__native_batch_norm_legit_functional_copy_* and
-    // triton_poi_fused_add_copy__* (validation/data/h200-sxm/pytorch_modes/profiles).
-    if (pass == Pass::Fwd)
-      for (const int64_t c : r.running_stat_channels) {
-        to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {4 * c, 2 * c}, "inductor_running_stats", false));
-        to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {1, 1}, "inductor_batches_tracked", false));
-        for (const int64_t e : {c, c, int64_t(1)}) to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {e, e}, "buffer_write_back", false));
-      }
     else to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {r.outputs_el + r.inputs_el, r.inputs_el}, "inductor_pointwise", false));
   }
 
