@@ -488,3 +488,23 @@ TEST_CASE("datasets: a file stored gzip-compressed is read, hashed and listed un
   CHECK_THROWS_WITH(read_kernel_csv(dir + "/missing.csv"), Catch::Matchers::Contains("missing.csv") && Catch::Matchers::Contains("cannot open"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("datasets: depthwise convolutions PyTorch ran with its own kernels are marked as such") {
+  // aten's use_cudnn_depthwise: contiguous depthwise convolutions go to cuDNN only in fp16 (by a shape
+  // heuristic); fp32 and bf16 ones run PyTorch's conv_depthwise2d kernels, which no cuDNN-trained
+  // predictor describes. The harness's rows (algo engN) are cuDNN's whatever the shape.
+  std::string dir = (fs::temp_directory_path() / ("dtsim_mlp_dw_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  const std::string head = "kind,pass,math_mode,N,C,H,W,K,R,S,stride_h,stride_w,pad_h,pad_w,dil_h,dil_w,groups,algo,time_median_s\n";
+  std::ofstream(dir + "/c.csv") << head << "conv2d,fwd,bf16,512,32,112,112,32,3,3,1,1,1,1,1,1,32,torch,2.5e-3\n"
+                                << "conv2d,fwd,fp16,512,32,112,112,32,3,3,1,1,1,1,1,1,32,torch,1e-3\n"
+                                << "conv2d,fwd,bf16,512,32,112,112,32,3,3,1,1,1,1,1,1,32,eng12,1e-3\n"
+                                << "conv2d,fwd,bf16,512,32,112,112,64,3,3,1,1,1,1,1,1,1,torch,1e-3\n";
+  const auto rows = read_kernel_csv(dir + "/c.csv");
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].pytorch_native_depthwise);
+  CHECK_FALSE(rows[1].pytorch_native_depthwise);  // fp16: cuDNN where its heuristic says so
+  CHECK_FALSE(rows[2].pytorch_native_depthwise);  // the harness's cuDNN measurement
+  CHECK_FALSE(rows[3].pytorch_native_depthwise);  // not grouped
+  fs::remove_all(dir);
+}

@@ -359,6 +359,29 @@ std::vector<Mlp> train_group(const std::vector<std::string>& keys, const std::ve
   return out;
 }
 
+// Absolute errors summed over rows, for totals across predictors.
+struct ErrorSum {
+  double ape = 0, graph_ape = 0;
+  size_t n = 0, graph_n = 0;
+};
+
+// Convolutions apart by the kernel that ran: cuDNN's (what the predictors learn), or PyTorch's own
+// depthwise kernels (Sample::pytorch_native_depthwise), which no predictor describes yet.
+static void split_convolutions(const char* part, const std::vector<KernelDesc>& ks, const std::vector<const Sample*>& rows,
+                               const std::vector<KernelTime>& t, const ErrorStats& e, const ErrorStats& g, std::map<std::string, ErrorSum>& total) {
+  ErrorSum& library = total[std::string(part) + " conv2d, cuDNN's"];
+  ErrorSum& native = total[std::string(part) + " conv2d, PyTorch's native depthwise"];
+  library.ape += e.mape * e.rows, library.n += e.rows, library.graph_ape += g.mape * g.rows, library.graph_n += g.rows;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    if (!rows[i]->pytorch_native_depthwise) continue;
+    const double ape = std::fabs(t[i].seconds / rows[i]->time_s - 1);
+    native.ape += ape, ++native.n, library.ape -= ape, --library.n;
+    if (std::isnan(rows[i]->graph_time_s)) continue;
+    const double gape = std::fabs(t[i].seconds / rows[i]->graph_time_s - 1);
+    native.graph_ape += gape, ++native.graph_n, library.graph_ape -= gape, --library.graph_n;
+  }
+}
+
 // Every row of --data through the shipped predictors (scaled by the roofline ratio when they were
 // measured elsewhere), beside the plain roofline's error on the same rows. Rows of files with a split
 // column are reported apart where they lie beyond the training range, and rows with a CUDA-graph time
@@ -371,11 +394,7 @@ int evaluate(const std::map<std::string, std::vector<Sample>>& by_key, const Gpu
   if (min_time_s > 0) std::printf("rows measured at least %.3g s\n", min_time_s);
   std::printf("%-30s %-7s %6s %8s %8s %8s %8s %8s %7s\n", "predictor", "part", "rows", "MAPE", "median", "bias", "graph", "roofline",
               "extrap");
-  struct Sum {
-    double ape = 0, graph_ape = 0;
-    size_t n = 0, graph_n = 0;
-  };
-  std::map<std::string, Sum> total;
+  std::map<std::string, ErrorSum> total;
   for (const auto& [key, samples] : by_key) {
     for (int beyond = 0; beyond < 2; ++beyond) {
       std::vector<KernelDesc> ks;
@@ -409,12 +428,14 @@ int evaluate(const std::map<std::string, std::vector<Sample>>& by_key, const Gpu
       if (g.rows) std::snprintf(gs, sizeof gs, "%7.2f%%", 100 * g.mape);
       std::printf("%-30s %-7s %6zu %7.2f%% %7.2f%% %+7.2f%% %8s %7.2f%% %6zu\n", key.c_str(), part, e.rows, 100 * e.mape, 100 * e.median_ape,
                   100 * bias, gs, 100 * r.mape, extrapolated);
-      Sum& sm = total[std::string(part) + " " + key.substr(0, key.find('/'))];
+      ErrorSum& sm = total[std::string(part) + " " + key.substr(0, key.find('/'))];
       sm.ape += e.mape * e.rows, sm.n += e.rows, sm.graph_ape += g.mape * g.rows, sm.graph_n += g.rows;
+      if (key.rfind("conv2d/", 0) == 0) split_convolutions(part, ks, rows, t, e, g, total);
     }
   }
   for (const auto& [what, sm] : total)
-    std::printf("%-20s rows %6zu  MAPE %6.2f%%  against graph time: %s\n", what.c_str(), sm.n, 100 * sm.ape / sm.n,
+    if (sm.n > 0)
+      std::printf("%-20s rows %6zu  MAPE %6.2f%%  against graph time: %s\n", what.c_str(), sm.n, 100 * sm.ape / sm.n,
                 sm.graph_n ? (std::to_string(sm.graph_n) + " rows, " + std::to_string(100 * sm.graph_ape / sm.graph_n).substr(0, 5) + "%").c_str() : "-");
   if (!dump_path.empty()) write_file_atomic(dump_path, dump);
   return 0;

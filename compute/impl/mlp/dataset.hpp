@@ -21,6 +21,11 @@ struct Sample {
   bool beyond = false;
   // GPU time alone (a CUDA-graph replay of many calls), where the file has `time_graph_s`; else NaN.
   double graph_time_s = std::numeric_limits<double>::quiet_NaN();
+  // A depthwise convolution that PyTorch timed (algo "torch") on contiguous tensors in fp32 or bf16:
+  // PyTorch runs those with its own conv_depthwise2d kernels, not cuDNN's (aten Convolution.cpp,
+  // use_cudnn_depthwise: cuDNN for contiguous depthwise only in fp16, by a shape heuristic), so no
+  // predictor trained on cuDNN's kernels describes them.
+  bool pytorch_native_depthwise = false;
 };
 
 // Reads one kernel CSV; rows whose kind has no predictor key are skipped. Convolutions measured on
