@@ -173,6 +173,14 @@ std::vector<std::string> header(std::vector<std::string> h) {
 
 std::string I(long long v) { return std::to_string(v); }
 
+// cudnnFind*AlgorithmEx lists its results fastest first: the first that succeeded, or NotSupported.
+template <class Perf>
+Perf first_success(const Perf* perf, int got, const char* none) {
+  for (int i = 0; i < got; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i];
+  throw NotSupported(none);
+}
+
 // ---------------------------------------------------------------- the measuring context
 struct Ctx {
   int device = 0;
@@ -250,122 +258,131 @@ struct Ctx {
                               shape.c_str(), reason.c_str());
   }
 
+  // Each math mode in turn on an empty arena: fn(mode, dtype) inside guard(), so that a shape one mode
+  // cannot run is a skipped row, not a stopped sweep.
+  template <class F>
+  void for_each_mode(const std::string& kind, const std::string& shape, F&& fn) {
+    for (const auto& mode : modes) {
+      arena->reset();
+      const DType dt = dtype_of(mode);
+      guard(kind, "all", mode, shape, [&] { fn(mode, dt); });
+    }
+    arena->reset();
+  }
+
   // ---------------------------------------------------------------- conv2d
   void conv(const ConvItem& it, const std::vector<std::string>& passes) {
     std::ostringstream shape;
     shape << "N=" << it.N << ";C=" << it.C << ";H=" << it.H << ";W=" << it.W << ";K=" << it.K << ";R=" << it.R
           << ";S=" << it.S << ";stride=" << it.sh << "x" << it.sw << ";pad=" << it.ph << "x" << it.pw
           << ";dil=" << it.dh << "x" << it.dw << ";groups=" << it.g;
-    for (const auto& mode : modes) {
-      arena->reset();
+    for_each_mode("conv2d", shape.str(), [&](const std::string& mode, DType dt) {
       auto t = cudnn_type(mode);
-      DType dt = dtype_of(mode);
-      guard("conv2d", "all", mode, shape.str(), [&] {
-        TensorDesc x, y;
-        FilterDesc w;
-        ConvDesc cd;
-        x.nchw(t, it.N, it.C, it.H, it.W);
-        DH_CUDNN(cudnnSetFilter4dDescriptor(w.d, t, CUDNN_TENSOR_NCHW, it.K, it.C / it.g, it.R, it.S));
-        DH_CUDNN(cudnnSetConvolution2dDescriptor(cd.d, it.ph, it.pw, it.sh, it.sw, it.dh, it.dw,
-                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-        DH_CUDNN(cudnnSetConvolutionGroupCount(cd.d, it.g));
-        DH_CUDNN(cudnnSetConvolutionMathType(cd.d, CUDNN_TENSOR_OP_MATH));
-        int n, c, h, wd;
-        DH_CUDNN(cudnnGetConvolution2dForwardOutputDim(cd.d, x.d, w.d, &n, &c, &h, &wd));
-        y.nchw(t, n, c, h, wd);
-        size_t nx = size_t(it.N) * it.C * it.H * it.W, ny = size_t(n) * c * h * wd,
-               nw = size_t(it.K) * (it.C / it.g) * it.R * it.S;
-        void* px = alloc_filled(nx, dt);
-        void* pw = alloc_filled(nw, dt);
-        void* py = alloc_filled(ny, dt);  // y of fwd, dy of the backward passes
-        void* pdx = alloc_filled(nx, dt);
-        void* pdw = alloc_filled(nw, dt);
-        float alpha = 1.f, beta = 0.f;
-        std::vector<std::string> base = {"conv2d", "", mode, dtype_name(dt), I(it.N), I(it.C), I(it.H), I(it.W),
-                                         I(it.K), I(it.R), I(it.S), I(it.sh), I(it.sw), I(it.ph), I(it.pw),
-                                         I(it.dh), I(it.dw), I(it.g), I(h), I(wd)};
-        for (const auto& pass : passes) {
-          guard("conv2d", pass, mode, shape.str(), [&] {
-            std::vector<std::string> cells = base;
-            cells[1] = pass;
-            const int kMax = 16;
-            int got = 0;
-            Stats s;
-            if (conv_api == "graph") {
-              ConvGeom geo{it.N, it.C, it.H, it.W, it.K, it.R, it.S, it.sh, it.sw, it.ph, it.pw, it.dh, it.dw, it.g,
-                           h, wd, conv_nhwc};
-              void* gx = pass == "bwd_data" ? pdx : px;
-              void* gw = pass == "bwd_filter" ? pdw : pw;
-              GraphPlanChoice ch;
-              auto run = make_conv_graph(cudnn, pass, geo, t, gx, gw, py, conv_ws, conv_ws_bytes, graph_max_plans,
-                                         stream, &ch);
-              Stats gs = time_on_gpu(stream, run, tcfg);
-              cells.insert(cells.end(), {ch.name, "graph_tried_" + std::to_string(ch.tried), I(ch.workspace)});
-              row("conv2d", cells, conv_nhwc ? "cudnn_graph_autotune_nhwc" : "cudnn_graph_autotune", gs, it.source);
-              if (engines)
-                for (size_t r = 0; r < ch.candidates.size(); ++r) {
-                  const GraphCandidate& e = ch.candidates[r];
-                  std::vector<std::string> ec(cells.begin(), cells.begin() + static_cast<long>(base.size()));
-                  ec.insert(ec.end(), {I(static_cast<long long>(r)), e.fallback ? "fallback" : "instant", I(e.engine),
-                                       I(e.workspace), e.time_s < 0 ? "" : sig4(e.time_s), e.chosen ? "1" : "0",
-                                       it.source});
-                  engines->row(ec);
-                }
-              return;
-            }
-            if (pass == "fwd") {
-              cudnnConvolutionFwdAlgoPerf_t perf[kMax];
-              DH_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(cudnn, x.d, px, w.d, pw, cd.d, y.d, py, kMax, &got,
-                                                              perf, conv_ws, conv_ws_bytes));
-              int best = -1;
-              for (int i = 0; i < got && best < 0; ++i)
-                if (perf[i].status == CUDNN_STATUS_SUCCESS) best = i;
-              if (best < 0) throw NotSupported("no forward algorithm succeeded");
-              auto p = perf[best];
-              DH_CUDNN(cudnnSetConvolutionMathType(cd.d, p.mathType));
-              s = time_on_gpu(stream, [&] {
-                DH_CUDNN(cudnnConvolutionForward(cudnn, &alpha, x.d, px, w.d, pw, cd.d, p.algo, conv_ws, p.memory,
-                                                 &beta, y.d, py));
-              }, tcfg);
-              cells.insert(cells.end(), {fwd_algo_name(p.algo), math_name(p.mathType), I(p.memory)});
-            } else if (pass == "bwd_data") {
-              cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
-              DH_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn, w.d, pw, y.d, py, cd.d, x.d, pdx, kMax, &got,
-                                                                   perf, conv_ws, conv_ws_bytes));
-              int best = -1;
-              for (int i = 0; i < got && best < 0; ++i)
-                if (perf[i].status == CUDNN_STATUS_SUCCESS) best = i;
-              if (best < 0) throw NotSupported("no backward-data algorithm succeeded");
-              auto p = perf[best];
-              DH_CUDNN(cudnnSetConvolutionMathType(cd.d, p.mathType));
-              s = time_on_gpu(stream, [&] {
-                DH_CUDNN(cudnnConvolutionBackwardData(cudnn, &alpha, w.d, pw, y.d, py, cd.d, p.algo, conv_ws,
-                                                      p.memory, &beta, x.d, pdx));
-              }, tcfg);
-              cells.insert(cells.end(), {bwd_data_algo_name(p.algo), math_name(p.mathType), I(p.memory)});
-            } else {
-              cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
-              DH_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn, x.d, px, y.d, py, cd.d, w.d, pdw, kMax,
-                                                                     &got, perf, conv_ws, conv_ws_bytes));
-              int best = -1;
-              for (int i = 0; i < got && best < 0; ++i)
-                if (perf[i].status == CUDNN_STATUS_SUCCESS) best = i;
-              if (best < 0) throw NotSupported("no backward-filter algorithm succeeded");
-              auto p = perf[best];
-              DH_CUDNN(cudnnSetConvolutionMathType(cd.d, p.mathType));
-              s = time_on_gpu(stream, [&] {
-                DH_CUDNN(cudnnConvolutionBackwardFilter(cudnn, &alpha, x.d, px, y.d, py, cd.d, p.algo, conv_ws,
-                                                        p.memory, &beta, w.d, pdw));
-              }, tcfg);
-              cells.insert(cells.end(), {bwd_filter_algo_name(p.algo), math_name(p.mathType), I(p.memory)});
-            }
-            DH_CUDNN(cudnnSetConvolutionMathType(cd.d, CUDNN_TENSOR_OP_MATH));
-            row("conv2d", cells, "cudnn_find_ex", s, it.source);
-          });
-        }
-      });
-    }
-    arena->reset();
+      TensorDesc x, y;
+      FilterDesc w;
+      ConvDesc cd;
+      x.nchw(t, it.N, it.C, it.H, it.W);
+      DH_CUDNN(cudnnSetFilter4dDescriptor(w.d, t, CUDNN_TENSOR_NCHW, it.K, it.C / it.g, it.R, it.S));
+      DH_CUDNN(cudnnSetConvolution2dDescriptor(cd.d, it.ph, it.pw, it.sh, it.sw, it.dh, it.dw,
+                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+      DH_CUDNN(cudnnSetConvolutionGroupCount(cd.d, it.g));
+      DH_CUDNN(cudnnSetConvolutionMathType(cd.d, CUDNN_TENSOR_OP_MATH));
+      int n, c, h, wd;
+      DH_CUDNN(cudnnGetConvolution2dForwardOutputDim(cd.d, x.d, w.d, &n, &c, &h, &wd));
+      y.nchw(t, n, c, h, wd);
+      size_t nx = size_t(it.N) * it.C * it.H * it.W, ny = size_t(n) * c * h * wd,
+             nw = size_t(it.K) * (it.C / it.g) * it.R * it.S;
+      void* px = alloc_filled(nx, dt);
+      void* pw = alloc_filled(nw, dt);
+      void* py = alloc_filled(ny, dt);  // y of fwd, dy of the backward passes
+      void* pdx = alloc_filled(nx, dt);
+      void* pdw = alloc_filled(nw, dt);
+      float alpha = 1.f, beta = 0.f;
+      std::vector<std::string> base = {"conv2d", "", mode, dtype_name(dt), I(it.N), I(it.C), I(it.H), I(it.W),
+                                       I(it.K), I(it.R), I(it.S), I(it.sh), I(it.sw), I(it.ph), I(it.pw),
+                                       I(it.dh), I(it.dw), I(it.g), I(h), I(wd)};
+      for (const auto& pass : passes) {
+        guard("conv2d", pass, mode, shape.str(), [&] {
+          std::vector<std::string> cells = base;
+          cells[1] = pass;
+          const int kMax = 16;
+          int got = 0;
+          Stats s;
+          if (conv_api == "graph") {
+            ConvGeom geo{it.N, it.C, it.H, it.W, it.K, it.R, it.S, it.sh, it.sw, it.ph, it.pw, it.dh, it.dw, it.g,
+                         h, wd, conv_nhwc};
+            void* gx = pass == "bwd_data" ? pdx : px;
+            void* gw = pass == "bwd_filter" ? pdw : pw;
+            GraphPlanChoice ch;
+            auto run = make_conv_graph(cudnn, pass, geo, t, gx, gw, py, conv_ws, conv_ws_bytes, graph_max_plans,
+                                       stream, &ch);
+            Stats gs = time_on_gpu(stream, run, tcfg);
+            cells.insert(cells.end(), {ch.name, "graph_tried_" + std::to_string(ch.tried), I(ch.workspace)});
+            row("conv2d", cells, conv_nhwc ? "cudnn_graph_autotune_nhwc" : "cudnn_graph_autotune", gs, it.source);
+            if (engines)
+              for (size_t r = 0; r < ch.candidates.size(); ++r) {
+                const GraphCandidate& e = ch.candidates[r];
+                std::vector<std::string> ec(cells.begin(), cells.begin() + static_cast<long>(base.size()));
+                ec.insert(ec.end(), {I(static_cast<long long>(r)), e.fallback ? "fallback" : "instant", I(e.engine),
+                                     I(e.workspace), e.time_s < 0 ? "" : sig4(e.time_s), e.chosen ? "1" : "0",
+                                     it.source});
+                engines->row(ec);
+              }
+            return;
+          }
+          // cudnnFind*AlgorithmEx, then the fastest algorithm that succeeded timed with its own math type.
+          auto measure = [&](auto* perf, auto&& find, auto&& run, const char* none, auto&& algo_name) {
+            find(perf);
+            const auto p = first_success(perf, got, none);
+            DH_CUDNN(cudnnSetConvolutionMathType(cd.d, p.mathType));
+            s = time_on_gpu(stream, [&] { run(p); }, tcfg);
+            cells.insert(cells.end(), {algo_name(p.algo), math_name(p.mathType), I(p.memory)});
+          };
+          if (pass == "fwd") {
+            cudnnConvolutionFwdAlgoPerf_t perf[kMax];
+            measure(
+                perf,
+                [&](auto* pf) {
+                  DH_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(cudnn, x.d, px, w.d, pw, cd.d, y.d, py, kMax, &got, pf,
+                                                                  conv_ws, conv_ws_bytes));
+                },
+                [&](const auto& p) {
+                  DH_CUDNN(cudnnConvolutionForward(cudnn, &alpha, x.d, px, w.d, pw, cd.d, p.algo, conv_ws, p.memory, &beta,
+                                                   y.d, py));
+                },
+                "no forward algorithm succeeded", fwd_algo_name);
+          } else if (pass == "bwd_data") {
+            cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
+            measure(
+                perf,
+                [&](auto* pf) {
+                  DH_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn, w.d, pw, y.d, py, cd.d, x.d, pdx, kMax, &got,
+                                                                       pf, conv_ws, conv_ws_bytes));
+                },
+                [&](const auto& p) {
+                  DH_CUDNN(cudnnConvolutionBackwardData(cudnn, &alpha, w.d, pw, y.d, py, cd.d, p.algo, conv_ws, p.memory,
+                                                        &beta, x.d, pdx));
+                },
+                "no backward-data algorithm succeeded", bwd_data_algo_name);
+          } else {
+            cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
+            measure(
+                perf,
+                [&](auto* pf) {
+                  DH_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn, x.d, px, y.d, py, cd.d, w.d, pdw, kMax, &got,
+                                                                         pf, conv_ws, conv_ws_bytes));
+                },
+                [&](const auto& p) {
+                  DH_CUDNN(cudnnConvolutionBackwardFilter(cudnn, &alpha, x.d, px, y.d, py, cd.d, p.algo, conv_ws, p.memory,
+                                                          &beta, w.d, pdw));
+                },
+                "no backward-filter algorithm succeeded", bwd_filter_algo_name);
+          }
+          DH_CUDNN(cudnnSetConvolutionMathType(cd.d, CUDNN_TENSOR_OP_MATH));
+          row("conv2d", cells, "cudnn_find_ex", s, it.source);
+        });
+      }
+    });
   }
 
   // ---------------------------------------------------------------- gemm (nn.Linear)
@@ -386,197 +403,167 @@ struct Ctx {
   }
   void gemm(const LinearItem& it) {
     std::string shape = "B=" + I(it.B) + ";in=" + I(it.in) + ";out=" + I(it.out);
-    for (const auto& mode : modes) {
-      arena->reset();
-      DType dt = dtype_of(mode);
-      guard("gemm", "all", mode, shape, [&] {
-        size_t nx = size_t(it.B) * it.in, nw = size_t(it.in) * it.out, ny = size_t(it.B) * it.out;
-        void* X = alloc_filled(nx, dt);
-        void* Wt = alloc_filled(nw, dt);
-        void* Y = alloc_filled(ny, dt);
-        void* dX = alloc_filled(nx, dt);
-        void* dW = alloc_filled(nw, dt);
-        struct P {
-          const char* pass;
-          char ta, tb;
-          int M, N, K;
-          const void *A, *B;
-          void* C;
-        };
-        P ps[3] = {{"fwd", 'T', 'N', it.out, it.B, it.in, Wt, X, Y},
-                   {"bwd_data", 'N', 'N', it.in, it.B, it.out, Wt, Y, dX},
-                   {"bwd_weight", 'N', 'T', it.in, it.out, it.B, X, Y, dW}};
-        for (auto& p : ps) {
-          guard("gemm", p.pass, mode, shape, [&] {
-            Stats s = gemm_once(mode, p.ta, p.tb, p.M, p.N, p.K, p.A, p.B, p.C, CUBLAS_COMPUTE_32F);
-            row("gemm", {"gemm", p.pass, mode, dtype_name(dt), I(p.M), I(p.N), I(p.K), std::string(1, p.ta),
-                         std::string(1, p.tb), I(it.B), I(it.in), I(it.out)},
-                "cublasGemmEx", s, it.source);
-          });
-        }
-      });
-    }
-    arena->reset();
+    for_each_mode("gemm", shape, [&](const std::string& mode, DType dt) {
+      size_t nx = size_t(it.B) * it.in, nw = size_t(it.in) * it.out, ny = size_t(it.B) * it.out;
+      void* X = alloc_filled(nx, dt);
+      void* Wt = alloc_filled(nw, dt);
+      void* Y = alloc_filled(ny, dt);
+      void* dX = alloc_filled(nx, dt);
+      void* dW = alloc_filled(nw, dt);
+      struct P {
+        const char* pass;
+        char ta, tb;
+        int M, N, K;
+        const void *A, *B;
+        void* C;
+      };
+      P ps[3] = {{"fwd", 'T', 'N', it.out, it.B, it.in, Wt, X, Y},
+                 {"bwd_data", 'N', 'N', it.in, it.B, it.out, Wt, Y, dX},
+                 {"bwd_weight", 'N', 'T', it.in, it.out, it.B, X, Y, dW}};
+      for (auto& p : ps) {
+        guard("gemm", p.pass, mode, shape, [&] {
+          Stats s = gemm_once(mode, p.ta, p.tb, p.M, p.N, p.K, p.A, p.B, p.C, CUBLAS_COMPUTE_32F);
+          row("gemm", {"gemm", p.pass, mode, dtype_name(dt), I(p.M), I(p.N), I(p.K), std::string(1, p.ta),
+                       std::string(1, p.tb), I(it.B), I(it.in), I(it.out)},
+              "cublasGemmEx", s, it.source);
+        });
+      }
+    });
   }
 
   // ---------------------------------------------------------------- batchnorm (training)
   void batchnorm(const BnItem& it) {
     std::string shape = "N=" + I(it.N) + ";C=" + I(it.C) + ";H=" + I(it.H) + ";W=" + I(it.W);
-    for (const auto& mode : modes) {
-      arena->reset();
-      DType dt = dtype_of(mode);
-      guard("batchnorm", "all", mode, shape, [&] {
-        TensorDesc x, bn;
-        x.nchw(cudnn_type(mode), it.N, it.C, it.H, it.W);
-        DH_CUDNN(cudnnDeriveBNTensorDescriptor(bn.d, x.d, CUDNN_BATCHNORM_SPATIAL));
-        size_t n = size_t(it.N) * it.C * it.H * it.W;
-        void* px = alloc_filled(n, dt);
-        void* py = alloc_filled(n, dt);
-        void* pdy = alloc_filled(n, dt);
-        void* pdx = alloc_filled(n, dt);
-        float* scale = static_cast<float*>(alloc_filled(it.C, DType::F32, 0.5f, 1.5f));
-        float* bias = static_cast<float*>(alloc_filled(it.C, DType::F32));
-        float* rmean = static_cast<float*>(alloc_filled(it.C, DType::F32));
-        float* rvar = static_cast<float*>(alloc_filled(it.C, DType::F32, 0.5f, 1.5f));
-        float* smean = static_cast<float*>(alloc_filled(it.C, DType::F32));
-        float* sinv = static_cast<float*>(alloc_filled(it.C, DType::F32, 0.5f, 1.5f));
-        float* dscale = static_cast<float*>(alloc_filled(it.C, DType::F32));
-        float* dbias = static_cast<float*>(alloc_filled(it.C, DType::F32));
-        float one = 1.f, zero = 0.f;
-        const double eps = 1e-5;
-        std::vector<std::string> cells = {"batchnorm", "fwd", mode, dtype_name(dt), I(it.N), I(it.C), I(it.H), I(it.W)};
-        guard("batchnorm", "fwd", mode, shape, [&] {
-          Stats s = time_on_gpu(stream, [&] {
-            DH_CUDNN(cudnnBatchNormalizationForwardTraining(cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x.d, px, x.d,
-                                                            py, bn.d, scale, bias, 0.1, rmean, rvar, eps, smean,
-                                                            sinv));
-          }, tcfg);
-          row("batchnorm", cells, "cudnn", s, it.source);
-        });
-        guard("batchnorm", "bwd", mode, shape, [&] {
-          Stats s = time_on_gpu(stream, [&] {
-            DH_CUDNN(cudnnBatchNormalizationBackward(cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, x.d, px,
-                                                     x.d, pdy, x.d, pdx, bn.d, scale, dscale, dbias, eps, smean,
-                                                     sinv));
-          }, tcfg);
-          cells[1] = "bwd";
-          row("batchnorm", cells, "cudnn", s, it.source);
-        });
+    for_each_mode("batchnorm", shape, [&](const std::string& mode, DType dt) {
+      TensorDesc x, bn;
+      x.nchw(cudnn_type(mode), it.N, it.C, it.H, it.W);
+      DH_CUDNN(cudnnDeriveBNTensorDescriptor(bn.d, x.d, CUDNN_BATCHNORM_SPATIAL));
+      size_t n = size_t(it.N) * it.C * it.H * it.W;
+      void* px = alloc_filled(n, dt);
+      void* py = alloc_filled(n, dt);
+      void* pdy = alloc_filled(n, dt);
+      void* pdx = alloc_filled(n, dt);
+      float* scale = static_cast<float*>(alloc_filled(it.C, DType::F32, 0.5f, 1.5f));
+      float* bias = static_cast<float*>(alloc_filled(it.C, DType::F32));
+      float* rmean = static_cast<float*>(alloc_filled(it.C, DType::F32));
+      float* rvar = static_cast<float*>(alloc_filled(it.C, DType::F32, 0.5f, 1.5f));
+      float* smean = static_cast<float*>(alloc_filled(it.C, DType::F32));
+      float* sinv = static_cast<float*>(alloc_filled(it.C, DType::F32, 0.5f, 1.5f));
+      float* dscale = static_cast<float*>(alloc_filled(it.C, DType::F32));
+      float* dbias = static_cast<float*>(alloc_filled(it.C, DType::F32));
+      float one = 1.f, zero = 0.f;
+      const double eps = 1e-5;
+      std::vector<std::string> cells = {"batchnorm", "fwd", mode, dtype_name(dt), I(it.N), I(it.C), I(it.H), I(it.W)};
+      guard("batchnorm", "fwd", mode, shape, [&] {
+        Stats s = time_on_gpu(stream, [&] {
+          DH_CUDNN(cudnnBatchNormalizationForwardTraining(cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x.d, px, x.d,
+                                                          py, bn.d, scale, bias, 0.1, rmean, rvar, eps, smean,
+                                                          sinv));
+        }, tcfg);
+        row("batchnorm", cells, "cudnn", s, it.source);
       });
-    }
-    arena->reset();
+      guard("batchnorm", "bwd", mode, shape, [&] {
+        Stats s = time_on_gpu(stream, [&] {
+          DH_CUDNN(cudnnBatchNormalizationBackward(cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, x.d, px,
+                                                   x.d, pdy, x.d, pdx, bn.d, scale, dscale, dbias, eps, smean,
+                                                   sinv));
+        }, tcfg);
+        cells[1] = "bwd";
+        row("batchnorm", cells, "cudnn", s, it.source);
+      });
+    });
   }
 
   // ---------------------------------------------------------------- pooling
   void pool(const PoolItem& it) {
     std::string shape = "mode=" + it.mode + ";N=" + I(it.N) + ";C=" + I(it.C) + ";H=" + I(it.H) + ";W=" + I(it.W) +
                         ";R=" + I(it.R) + ";S=" + I(it.S) + ";stride=" + I(it.stride) + ";pad=" + I(it.pad);
-    for (const auto& mode : modes) {
-      arena->reset();
-      DType dt = dtype_of(mode);
-      guard("pool", "all", mode, shape, [&] {
-        TensorDesc x, y;
-        PoolDesc pd;
-        x.nchw(cudnn_type(mode), it.N, it.C, it.H, it.W);
-        DH_CUDNN(cudnnSetPooling2dDescriptor(
-            pd.d, it.mode == "max" ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
-            CUDNN_NOT_PROPAGATE_NAN, it.R, it.S, it.pad, it.pad, it.stride, it.stride));
-        int n, c, h, w;
-        DH_CUDNN(cudnnGetPooling2dForwardOutputDim(pd.d, x.d, &n, &c, &h, &w));
-        if (h < 1 || w < 1) throw NotSupported("empty pooling output");
-        y.nchw(cudnn_type(mode), n, c, h, w);
-        size_t nx = size_t(it.N) * it.C * it.H * it.W, ny = size_t(n) * c * h * w;
-        void* px = alloc_filled(nx, dt);
-        void* py = alloc_filled(ny, dt);
-        void* pdy = alloc_filled(ny, dt);
-        void* pdx = alloc_filled(nx, dt);
-        float one = 1.f, zero = 0.f;
-        std::vector<std::string> cells = {"pool", "fwd", mode, dtype_name(dt), it.mode, I(it.N), I(it.C), I(it.H),
-                                          I(it.W), I(it.R), I(it.S), I(it.stride), I(it.pad), I(h), I(w)};
-        guard("pool", "fwd", mode, shape, [&] {
-          Stats s = time_on_gpu(stream, [&] {
-            DH_CUDNN(cudnnPoolingForward(cudnn, pd.d, &one, x.d, px, &zero, y.d, py));
-          }, tcfg);
-          row("pool", cells, "cudnn", s, it.source);
-        });
-        guard("pool", "bwd", mode, shape, [&] {
-          Stats s = time_on_gpu(stream, [&] {
-            DH_CUDNN(cudnnPoolingBackward(cudnn, pd.d, &one, y.d, py, y.d, pdy, x.d, px, &zero, x.d, pdx));
-          }, tcfg);
-          cells[1] = "bwd";
-          row("pool", cells, "cudnn", s, it.source);
-        });
+    for_each_mode("pool", shape, [&](const std::string& mode, DType dt) {
+      TensorDesc x, y;
+      PoolDesc pd;
+      x.nchw(cudnn_type(mode), it.N, it.C, it.H, it.W);
+      DH_CUDNN(cudnnSetPooling2dDescriptor(
+          pd.d, it.mode == "max" ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+          CUDNN_NOT_PROPAGATE_NAN, it.R, it.S, it.pad, it.pad, it.stride, it.stride));
+      int n, c, h, w;
+      DH_CUDNN(cudnnGetPooling2dForwardOutputDim(pd.d, x.d, &n, &c, &h, &w));
+      if (h < 1 || w < 1) throw NotSupported("empty pooling output");
+      y.nchw(cudnn_type(mode), n, c, h, w);
+      size_t nx = size_t(it.N) * it.C * it.H * it.W, ny = size_t(n) * c * h * w;
+      void* px = alloc_filled(nx, dt);
+      void* py = alloc_filled(ny, dt);
+      void* pdy = alloc_filled(ny, dt);
+      void* pdx = alloc_filled(nx, dt);
+      float one = 1.f, zero = 0.f;
+      std::vector<std::string> cells = {"pool", "fwd", mode, dtype_name(dt), it.mode, I(it.N), I(it.C), I(it.H),
+                                        I(it.W), I(it.R), I(it.S), I(it.stride), I(it.pad), I(h), I(w)};
+      guard("pool", "fwd", mode, shape, [&] {
+        Stats s = time_on_gpu(stream, [&] {
+          DH_CUDNN(cudnnPoolingForward(cudnn, pd.d, &one, x.d, px, &zero, y.d, py));
+        }, tcfg);
+        row("pool", cells, "cudnn", s, it.source);
       });
-    }
-    arena->reset();
+      guard("pool", "bwd", mode, shape, [&] {
+        Stats s = time_on_gpu(stream, [&] {
+          DH_CUDNN(cudnnPoolingBackward(cudnn, pd.d, &one, y.d, py, y.d, pdy, x.d, px, &zero, x.d, pdx));
+        }, tcfg);
+        cells[1] = "bwd";
+        row("pool", cells, "cudnn", s, it.source);
+      });
+    });
   }
 
   // ---------------------------------------------------------------- elementwise
   void activation(const EltItem& it) {
     std::string shape = "op=" + it.op + ";elements=" + I(it.elements);
     bool r6 = it.op == "relu6";
-    for (const auto& mode : modes) {
-      arena->reset();
-      DType dt = dtype_of(mode);
-      guard("activation", "all", mode, shape, [&] {
-        size_t n = it.elements;
-        void* x = alloc_filled(n, dt);
-        void* y = alloc_filled(n, dt);
-        void* dy = alloc_filled(n, dt);
-        void* dx = alloc_filled(n, dt);
-        std::vector<std::string> cells = {"activation", "fwd", mode, dtype_name(dt), it.op, I(it.elements)};
-        Stats s = time_on_gpu(stream, [&] { relu_fwd(stream, dt, x, y, n, r6); }, tcfg);
-        row("activation", cells, "cuda_kernel", s, it.source);
-        s = time_on_gpu(stream, [&] { relu_bwd(stream, dt, y, dy, dx, n, r6); }, tcfg);
-        cells[1] = "bwd";
-        row("activation", cells, "cuda_kernel", s, it.source);
-      });
-    }
-    arena->reset();
+    for_each_mode("activation", shape, [&](const std::string& mode, DType dt) {
+      size_t n = it.elements;
+      void* x = alloc_filled(n, dt);
+      void* y = alloc_filled(n, dt);
+      void* dy = alloc_filled(n, dt);
+      void* dx = alloc_filled(n, dt);
+      std::vector<std::string> cells = {"activation", "fwd", mode, dtype_name(dt), it.op, I(it.elements)};
+      Stats s = time_on_gpu(stream, [&] { relu_fwd(stream, dt, x, y, n, r6); }, tcfg);
+      row("activation", cells, "cuda_kernel", s, it.source);
+      s = time_on_gpu(stream, [&] { relu_bwd(stream, dt, y, dy, dx, n, r6); }, tcfg);
+      cells[1] = "bwd";
+      row("activation", cells, "cuda_kernel", s, it.source);
+    });
   }
   void add(const EltItem& it) {
     std::string shape = "elements=" + I(it.elements);
-    for (const auto& mode : modes) {
-      arena->reset();
-      DType dt = dtype_of(mode);
-      guard("add", "all", mode, shape, [&] {
-        size_t n = it.elements;
-        void* a = alloc_filled(n, dt);
-        void* b = alloc_filled(n, dt);
-        void* c = alloc_filled(n, dt);
-        std::vector<std::string> cells = {"add", "fwd", mode, dtype_name(dt), I(it.elements)};
-        Stats s = time_on_gpu(stream, [&] { add_fwd(stream, dt, a, b, c, n); }, tcfg);
-        row("add", cells, "cuda_kernel", s, it.source);
-        // Values grow by b per run; with |b| <= 1 and < 200 runs that stays finite.
-        s = time_on_gpu(stream, [&] { add_acc(stream, dt, c, b, n); }, tcfg);
-        cells[1] = "bwd";
-        row("add", cells, "cuda_kernel", s, it.source);
-      });
-    }
-    arena->reset();
+    for_each_mode("add", shape, [&](const std::string& mode, DType dt) {
+      size_t n = it.elements;
+      void* a = alloc_filled(n, dt);
+      void* b = alloc_filled(n, dt);
+      void* c = alloc_filled(n, dt);
+      std::vector<std::string> cells = {"add", "fwd", mode, dtype_name(dt), I(it.elements)};
+      Stats s = time_on_gpu(stream, [&] { add_fwd(stream, dt, a, b, c, n); }, tcfg);
+      row("add", cells, "cuda_kernel", s, it.source);
+      // Values grow by b per run; with |b| <= 1 and < 200 runs that stays finite.
+      s = time_on_gpu(stream, [&] { add_acc(stream, dt, c, b, n); }, tcfg);
+      cells[1] = "bwd";
+      row("add", cells, "cuda_kernel", s, it.source);
+    });
   }
   // The train mode's concatenation: one kernel per input, copying it into its channel slice of the
   // output (forward) or its gradient out of the output's gradient (backward); op "slice" names that
   // lowering (PyTorch's torch.cat is one kernel for all inputs).
   void concat(const ConcatItem& it) {
     std::string shape = "N=" + I(it.N) + ";Cs=" + I(it.Cs) + ";Cd=" + I(it.Cd) + ";HW=" + I(it.HW);
-    for (const auto& mode : modes) {
-      arena->reset();
-      DType dt = dtype_of(mode);
-      guard("concat", "all", mode, shape, [&] {
-        const size_t small_n = size_t(it.N) * it.Cs * it.HW, big_n = size_t(it.N) * it.Cd * it.HW;
-        void* small = alloc_filled(small_n, dt);
-        void* big = alloc_filled(big_n, dt);
-        const int off = it.Cd - it.Cs;  // the last slice, as the newest input of a dense block lands
-        std::vector<std::string> cells = {"concat", "fwd", mode, dtype_name(dt), "slice", I(small_n), I(it.N), I(it.Cs), I(it.Cd), I(it.HW)};
-        Stats s = time_on_gpu(stream, [&] { concat_slice(stream, dt, small, big, it.N, it.Cs, it.Cd, off, it.HW, true, false); }, tcfg);
-        row("concat", cells, "cuda_kernel", s, it.source);
-        s = time_on_gpu(stream, [&] { concat_slice(stream, dt, small, big, it.N, it.Cs, it.Cd, off, it.HW, false, false); }, tcfg);
-        cells[1] = "bwd";
-        row("concat", cells, "cuda_kernel", s, it.source);
-      });
-    }
-    arena->reset();
+    for_each_mode("concat", shape, [&](const std::string& mode, DType dt) {
+      const size_t small_n = size_t(it.N) * it.Cs * it.HW, big_n = size_t(it.N) * it.Cd * it.HW;
+      void* small = alloc_filled(small_n, dt);
+      void* big = alloc_filled(big_n, dt);
+      const int off = it.Cd - it.Cs;  // the last slice, as the newest input of a dense block lands
+      std::vector<std::string> cells = {"concat", "fwd", mode, dtype_name(dt), "slice", I(small_n), I(it.N), I(it.Cs), I(it.Cd), I(it.HW)};
+      Stats s = time_on_gpu(stream, [&] { concat_slice(stream, dt, small, big, it.N, it.Cs, it.Cd, off, it.HW, true, false); }, tcfg);
+      row("concat", cells, "cuda_kernel", s, it.source);
+      s = time_on_gpu(stream, [&] { concat_slice(stream, dt, small, big, it.N, it.Cs, it.Cd, off, it.HW, false, false); }, tcfg);
+      cells[1] = "bwd";
+      row("concat", cells, "cuda_kernel", s, it.source);
+    });
   }
   // Cross-entropy runs in fp32 in both math modes (autocast casts its input to fp32): one
   // measurement, math_mode "any".
