@@ -166,8 +166,10 @@ const std::vector<std::string> kAllKinds = {"gemm", "batchnorm", "activation", "
                                             "concat", "softmax_ce", "sgd_update", "conv2d"};
 
 const std::vector<std::string> kTail = {"impl", "time_median_s", "time_min_s", "time_spread_s", "repeats", "source"};
-std::vector<std::string> header(std::vector<std::string> h) {
+// time_b2b_s (--back-to-back): the mean per call of the repeats enqueued with no event between them.
+std::vector<std::string> header(std::vector<std::string> h, bool back_to_back) {
   h.insert(h.end(), kTail.begin(), kTail.end());
+  if (back_to_back) h.push_back("time_b2b_s");
   return h;
 }
 
@@ -229,6 +231,7 @@ struct Ctx {
     cells.push_back(sig4(s.spread()));
     cells.push_back(I(s.repeats));
     cells.push_back(source);
+    if (tcfg.back_to_back) cells.push_back(sig4(s.back_to_back));
     csv.at(kind)->row(cells);
     ++rows_by_kind[kind];
     recent.push_back({kind, cells[1], cells[2], s});
@@ -783,6 +786,7 @@ int run_kernels(const Args& a) {
   c.tcfg.min_repeats = static_cast<int>(a.integer("min-repeats", 5));
   c.tcfg.max_repeats = static_cast<int>(a.integer("max-repeats", 30));
   c.tcfg.warmup = static_cast<int>(a.integer("warmup", 2));
+  c.tcfg.back_to_back = a.has("back-to-back");
   c.conv_ws_bytes = static_cast<size_t>(a.integer("workspace-mib", 4096)) << 20;
   long long max_items = a.integer("max-items", 0);  // per kind; 0 = until the budget is spent
   bool do_sanity = !a.has("no-sanity");
@@ -851,7 +855,11 @@ int run_kernels(const Args& a) {
                     {"target_s", c.tcfg.target_s},
                     {"min_repeats", c.tcfg.min_repeats},
                     {"max_repeats", c.tcfg.max_repeats},
-                    {"spread", "p90 - p10 of the repeats"}};
+                    {"spread", "p90 - p10 of the repeats"},
+                    {"back_to_back", c.tcfg.back_to_back
+                                         ? "time_b2b_s: the same repeats enqueued again with no event between them, one "
+                                           "event pair around all, total / repeats (after a spin kernel as above)"
+                                         : "not measured"}};
   prov["budget_s"] = budget_s;
   prov["models_dir"] = models_dir;
   prov["batches"] = batches;
@@ -881,17 +889,17 @@ int run_kernels(const Args& a) {
   const std::map<std::string, std::vector<std::string>> cols = {
       {"conv2d", header({"kind", "pass", "math_mode", "dtype", "N", "C", "H", "W", "K", "R", "S", "stride_h",
                          "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "groups", "P", "Q", "algo", "algo_math",
-                         "workspace_bytes"})},
+                         "workspace_bytes"}, c.tcfg.back_to_back)},
       {"gemm", header({"kind", "pass", "math_mode", "dtype", "M", "N", "K", "transA", "transB", "batch",
-                       "in_features", "out_features"})},
-      {"batchnorm", header({"kind", "pass", "math_mode", "dtype", "N", "C", "H", "W"})},
-      {"activation", header({"kind", "pass", "math_mode", "dtype", "op", "elements"})},
+                       "in_features", "out_features"}, c.tcfg.back_to_back)},
+      {"batchnorm", header({"kind", "pass", "math_mode", "dtype", "N", "C", "H", "W"}, c.tcfg.back_to_back)},
+      {"activation", header({"kind", "pass", "math_mode", "dtype", "op", "elements"}, c.tcfg.back_to_back)},
       {"pool", header({"kind", "pass", "math_mode", "dtype", "mode", "N", "C", "H", "W", "R", "S", "stride", "pad",
-                       "P", "Q"})},
-      {"add", header({"kind", "pass", "math_mode", "dtype", "elements"})},
-      {"concat", header({"kind", "pass", "math_mode", "dtype", "op", "elements", "N", "slice_channels", "channels", "HW"})},
-      {"softmax_ce", header({"kind", "pass", "math_mode", "dtype", "N", "classes"})},
-      {"sgd_update", header({"kind", "pass", "math_mode", "dtype", "parameters"})},
+                       "P", "Q"}, c.tcfg.back_to_back)},
+      {"add", header({"kind", "pass", "math_mode", "dtype", "elements"}, c.tcfg.back_to_back)},
+      {"concat", header({"kind", "pass", "math_mode", "dtype", "op", "elements", "N", "slice_channels", "channels", "HW"}, c.tcfg.back_to_back)},
+      {"softmax_ce", header({"kind", "pass", "math_mode", "dtype", "N", "classes"}, c.tcfg.back_to_back)},
+      {"sgd_update", header({"kind", "pass", "math_mode", "dtype", "parameters"}, c.tcfg.back_to_back)},
   };
   for (auto& [k, h] : cols) c.csv[k] = std::make_unique<Csv>(c.out + "/" + k + ".csv", h);
   if (log_engines && c.conv_api == "graph")

@@ -30,7 +30,7 @@ static void usage() {
       "              [--target-ms 10] [--min-repeats 5] [--max-repeats 30] [--workspace-mib 4096]\n"
       "              [--conv-passes fwd,bwd_data,bwd_filter] [--share kind=fraction,...] [--max-items N]\n"
       "              [--conv-api legacy|graph] [--conv-layout nchw|nhwc] [--graph-max-plans 10] [--arena-mib M] [--reserve-mib 2048]\n"
-      "              [--no-sanity] [--device 0] [--git-commit SHA] [--verbose] [--list-shapes]\n"
+      "              [--no-sanity] [--device 0] [--git-commit SHA] [--verbose] [--list-shapes] [--back-to-back]\n"
       "  collective  --out DIR [--gpus 2[,4,8]] [--ops allreduce,reducescatter,allgather,broadcast]\n"
       "              [--min-bytes 4] [--max-bytes 1G] [--samples 10] [--warmup 5] [--target-ms 5]\n"
       "              [--timeout-s 60] [--total-timeout-s 1200] [--no-check] [--git-commit SHA]\n"

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -67,6 +68,10 @@ std::vector<std::string> split(const std::string& s, char sep);
 struct Stats {
   double median = 0, min = 0, max = 0, p10 = 0, p90 = 0, mean = 0;
   int repeats = 0;
+  // Mean time per call of the same `repeats` calls enqueued with no event between them (TimeCfg::
+  // back_to_back); NaN when not measured. What a kernel costs inside a step, where nothing separates it
+  // from its neighbours.
+  double back_to_back = std::numeric_limits<double>::quiet_NaN();
   double spread() const { return p90 - p10; }  // the "spread" column everywhere
 };
 Stats stats_of(std::vector<double> v);
@@ -144,6 +149,7 @@ struct TimeCfg {
   int min_repeats = 5;
   int max_repeats = 50;
   double target_s = 0.03;   // aim for about this much timed GPU time per measurement
+  bool back_to_back = false;  // also time the repeats with one event pair around all of them
 };
 
 // Times `op` (which enqueues GPU work on `stream`) with one CUDA event pair per repeat, after

@@ -15,7 +15,11 @@ than 1.1 TFLOP per call, or with a dimension beyond the harness's random range, 
 batch size the harness never ran, a convolution at batch > 256), "train" otherwise. The split is decided
 here, from the shape alone, before anything is fitted.
 
-usage: kernel_sweep.py --out DIR [--budget-s 420] [--seed 7] [--sections gemm,classifier,conv]
+usage: kernel_sweep.py --out DIR [--budget-s 420] [--seed 7] [--sections gemm,classifier,conv,depthwise]
+
+The depthwise section (not in the default sections) times contiguous depthwise convolutions in fp32 and
+bf16, which PyTorch runs with its own conv_depthwise2d kernels rather than cuDNN's: the zoo's at the
+harness's batches and random ones, all training rows (the zoo's at batch 384/512 are kernels_beyond's).
 """
 import argparse
 import csv
@@ -213,6 +217,49 @@ def conv_shapes(rng):
     return [s for s in out if conv_ok(*s[:14])]
 
 
+# --- depthwise convolutions as PyTorch runs them ----------------------------------------------------
+# aten's use_cudnn_depthwise sends a contiguous depthwise convolution (groups == C, K a multiple of C)
+# to cuDNN only in fp16; in fp32 and bf16 PyTorch runs its own conv_depthwise2d kernels. dtsim's
+# harness measured cuDNN's, which these are not (kernels_beyond: 24-59% apart). Batches of the
+# harness's sweep are training rows; the zoo's layers at 384 and 512 stay in kernels_beyond, held out.
+DEPTHWISE_BATCHES = [1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256]
+
+
+def depthwise_shapes(rng):
+    zoo = [z for z in json.load(open(os.path.join(HERE, "zoo_conv_shapes.json")))["layers"] if z[-1] > 1]
+    out = []
+    for layer, *shape in zoo:
+        for N in DEPTHWISE_BATCHES:
+            out.append((N, *shape, layer, "train"))
+    # Random depthwise shapes: channels 8..2048, maps 4..160, 3x3/5x5/7x7, stride 1 or 2, multiplier 1 or 2.
+    while len(out) < 600:
+        R = rng.choice([3, 3, 3, 5, 5, 7])
+        st = rng.choice([1, 1, 2])
+        C = int(round(2 ** rng.uniform(3, 11)))
+        H = int(round(2 ** rng.uniform(2, 7.3)))
+        N = rng.choice(DEPTHWISE_BATCHES)
+        mult = 2 if rng.random() < 0.1 else 1
+        out.append((N, C, H, H, C * mult, R, R, st, st, R // 2, R // 2, 1, 1, C, "random_depthwise", "train"))
+    rng.shuffle(out)
+    return [s for s in out if conv_ok(*s[:14])]
+
+
+def native_kernel_names():
+    """The kernels one fp32 and one bf16 depthwise step run, from torch.profiler: the evidence that
+    these rows are PyTorch's own kernels and not cuDNN's."""
+    names = {}
+    for mode in ["fp32", "bf16", "fp16"]:
+        x = torch.randn(8, 64, 28, 28, device="cuda", dtype=DTYPES[mode], requires_grad=True)
+        w = torch.randn(64, 1, 3, 3, device="cuda", dtype=DTYPES[mode], requires_grad=True)
+        F.conv2d(x, w, None, 1, 1, 1, 64).sum().backward()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            F.conv2d(x, w, None, 1, 1, 1, 64).sum().backward()
+            torch.cuda.synchronize()
+        names[mode] = sorted({e.name[:120] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+    return names
+
+
 def provenance(args):
     def cmd(c):
         try:
@@ -261,7 +308,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=420)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--sections", default="classifier,gemm,conv")
-    ap.add_argument("--share", default="classifier=0.15,gemm=0.35,conv=0.5")
+    ap.add_argument("--share", default="classifier=0.15,gemm=0.35,conv=0.5,depthwise=1")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.backends.cudnn.benchmark = True
@@ -269,7 +316,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     rng = random.Random(a.seed)
     share = {k: float(v) for k, v in (s.split("=") for s in a.share.split(","))}
-    json.dump(provenance(a), open(os.path.join(a.out, "provenance.json"), "w"), indent=1)
+    prov = provenance(a)
+    if "depthwise" in a.sections.split(","):
+        prov["depthwise_kernels"] = native_kernel_names()
+    json.dump(prov, open(os.path.join(a.out, "provenance.json"), "w"), indent=1)
     t_start = time.time()
     gemm_f = open(os.path.join(a.out, "gemm.csv"), "w", newline="")
     conv_f = open(os.path.join(a.out, "conv2d.csv"), "w", newline="")
@@ -305,6 +355,12 @@ def main():
                         continue
                     n += record(sec, (b, fin, fout), m, gw, gemm_f, skipped,
                                 lambda: gemm_rows(b, fin, fout, m, src, gemm_split(b, fin, fout)))
+        elif sec == "depthwise":
+            for s in depthwise_shapes(rng):
+                for m in ["bf16", "fp32"]:
+                    if time.time() > deadline:
+                        break
+                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15]))
         elif sec == "conv":
             for s in conv_shapes(rng):
                 for m in ["bf16", "fp32", "fp16"]:
