@@ -32,6 +32,9 @@ std::string predictor_key(const KernelDesc& k) {
   // the NCHW kernels its time varies by shape from a quarter to more than the same (cuDNN's NHWC kernels
   // on some shapes, PyTorch's own on others), which one factor per key cannot follow.
   if ((k.kind == KernelKind::Conv2d || k.kind == KernelKind::BatchNorm) && k.format == MemoryFormat::ChannelsLast) key += "/nhwc";
+  // conv2d/fwd/bf16/native_depthwise: a depthwise convolution PyTorch runs with its own kernels
+  // (conv_depthwise2d_*), not cuDNN's (FrameworkSpec::depthwise_conv_native).
+  if (k.kind == KernelKind::Conv2d && *k.variant) key += std::string("/") + k.variant;
   return key;
 }
 

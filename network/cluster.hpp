@@ -71,6 +71,10 @@ struct FrameworkHostCosts {
   // harness's concat_slice), and its backward as one per input out of it, instead of one kernel for
   // all inputs (PyTorch's torch.cat). Priced by the concat/*/slice predictors.
   bool concat_copy_per_input = false;
+  // Depthwise convolutions (groups equal to the input channels) on contiguous tensors outside fp16 run
+  // with the framework's own kernels, as PyTorch's conv_depthwise2d_* (aten's use_cudnn_depthwise),
+  // priced by the conv2d/*/native_depthwise predictors; the harness runs every convolution on cuDNN.
+  bool depthwise_conv_native = false;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

@@ -58,6 +58,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.linear_bias_in_gemm = o.boolean_or("linear_bias_in_gemm", false);
   f.optimizer_update_fused = o.boolean_or("optimizer_update_fused", false);
   f.concat_copy_per_input = o.boolean_or("concat_copy_per_input", false);
+  f.depthwise_conv_native = o.boolean_or("depthwise_conv_native", false);
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

@@ -58,6 +58,7 @@ ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool reco
   opt.ddp_gradient_copy = f.ddp_gradient_copy;
   opt.linear_bias_in_gemm = f.linear_bias_in_gemm;
   opt.concat_copy_per_input = f.concat_copy_per_input;
+  opt.depthwise_conv_native = f.depthwise_conv_native;
   opt.optimizer_update_fused = f.optimizer_update_fused;
   opt.iteration_overhead_s = f.iteration_overhead_s;
   opt.record_kernels = record_kernels;
@@ -258,9 +259,14 @@ static void concat_per_input(const Graph& g, const KernelDesc& k, std::vector<Ke
 }
 
 // The kernels as the framework issues them: the bias adds cuBLASLt's epilogue absorbs dropped, each
-// concatenation split per input where the framework copies input by input.
+// concatenation split per input where the framework copies input by input, depthwise convolutions
+// marked where the framework runs its own kernels for them.
 static IterationKernels framework_kernels(const Graph& g, const IterationKernels& all, const ScheduleOptions& opt) {
   IterationKernels k = all;
+  if (opt.depthwise_conv_native)
+    for (std::vector<KernelDesc>* list : {&k.forward, &k.backward})
+      for (KernelDesc& d : *list)
+        if (pytorch_runs_native_depthwise(d)) d.variant = kNativeDepthwise;
   if (opt.linear_bias_in_gemm)
     k.forward.erase(std::remove_if(k.forward.begin(), k.forward.end(), [&](const KernelDesc& d) { return bias_in_gemm(g, d); }), k.forward.end());
   if (opt.concat_copy_per_input)
@@ -278,6 +284,7 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
                                      const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
   auto any_forward = [&](auto&& pred) { return std::any_of(all.forward.begin(), all.forward.end(), pred); };
   const bool changed = (opt.concat_copy_per_input && any_forward([](const KernelDesc& d) { return d.kind == KernelKind::Concat; })) ||
+                       (opt.depthwise_conv_native && any_forward([](const KernelDesc& d) { return pytorch_runs_native_depthwise(d); })) ||
                        (opt.linear_bias_in_gemm && any_forward([&](const KernelDesc& d) { return bias_in_gemm(g, d); }));
   const IterationKernels framework = changed ? framework_kernels(g, all, opt) : IterationKernels{};
   const IterationKernels& k = changed ? framework : all;

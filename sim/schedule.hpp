@@ -75,6 +75,7 @@ struct ScheduleOptions {
   bool linear_bias_in_gemm = false;  // FrameworkSpec::linear_bias_in_gemm
   bool optimizer_update_fused = false;  // FrameworkSpec::optimizer_update_fused
   bool concat_copy_per_input = false;  // FrameworkSpec::concat_copy_per_input
+  bool depthwise_conv_native = false;  // FrameworkSpec::depthwise_conv_native
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
   // CUDA graphs replay captured kernels without the host issuing each (host_captured()).

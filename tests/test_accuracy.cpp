@@ -77,7 +77,9 @@ TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets no
     const char* folder;
     double mean, median;
   };
-  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.115, 0.068}, Set{"validation/data/h200-sxm/runs", 0.105, 0.075},
+  // PyTorch's native depthwise kernels priced by their own predictors (2026-11-28, nineteenth session):
+  // the 73 H100 PyTorch runs 11.1% / 6.6% -> 10.6% / 5.1% (mobilenet_v2's contiguous fp32/bf16 steps).
+  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.11, 0.056}, Set{"validation/data/h200-sxm/runs", 0.105, 0.075},
                          Set{"validation/data/h200-sxm/pytorch", 0.165, 0.095}}) {
     Stats s = abs_errors(validate_folder(set.folder));
     INFO(set.folder << ": runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
@@ -122,7 +124,8 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // the channels_last / contiguous ratio moved from 8.8% to 5.5% median (GPU-paced max 16.3% -> 5.8%).
   // The host-paced runs lost what the over-priced batchnorm had covered of their host time: 6.7% ->
   // 7.8% and 3.9% -> 6.0% median, bounds moved with them.
-  for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.08}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.085},
+  // Native depthwise kernels priced (2026-11-28, nineteenth session): 7.8% -> 7.1% and 6.7% -> 5.6%.
+  for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.075}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.06},
                         Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.061},
                         Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.07}}) {
     Stats s = abs_errors(validate_folder(c.folder));

@@ -209,3 +209,39 @@ TEST_CASE("a framework that concatenates input by input issues one slice copy pe
     if (g.layers[i].op == Op::Concat) cat_one += one.layers[i].fwd_s + one.layers[i].bwd_s, cat_split += per_input.layers[i].fwd_s + per_input.layers[i].bwd_s;
   CHECK(cat_split > 2 * cat_one);
 }
+
+TEST_CASE("PyTorch's depthwise convolutions run on its own kernels outside fp16 and channels_last") {
+  // aten's use_cudnn_depthwise: a contiguous depthwise convolution goes to cuDNN only in fp16; fp32 and
+  // bf16 run conv_depthwise2d_* (torch.profiler, validation/data/h200-sxm/kernels_depthwise), and
+  // channels_last tensors go to cuDNN. The harness runs every convolution on cuDNN.
+  const ClusterSpec c = load_cluster("h200-sxm");
+  const Graph g = load_model("mobilenet_v2");
+  auto compute = cluster_compute_model("auto", c);
+  size_t depthwise_layers = 0;
+  for (const Layer& l : g.layers)
+    if (l.op == Op::Conv2d && l.groups > 1 && l.groups == l.in[0].c) ++depthwise_layers;
+  REQUIRE(depthwise_layers == 17);
+  auto native_kernels = [&](const char* framework, Precision p, MemoryFormat fmt, double* iteration_s = nullptr) {
+    FrameworkSpec f = c.framework;
+    static_cast<FrameworkHostCosts&>(f) = load_framework(framework);
+    StepMode mode;
+    mode.memory_format = fmt;
+    const IterationKernels k = lower_iteration(g, 64, p, mode);
+    const IterationTimeline t = simulate_iteration(g, k, *compute, [](double) { return 0.0; }, schedule_options(f, true, true));
+    if (iteration_s) *iteration_s = t.iteration_s;
+    size_t n = 0;
+    for (const auto& s : t.kernels)
+      if (s.kind == KernelKind::Conv2d && std::string(s.variant) == kNativeDepthwise) ++n;
+    // each one priced by its own measured predictor, not the roofline
+    if (n > 0) CHECK(t.pricing[static_cast<int>(KernelKind::Conv2d)].roofline_s == 0);
+    return n;
+  };
+  REQUIRE(load_framework("pytorch").depthwise_conv_native);
+  REQUIRE_FALSE(load_framework("harness").depthwise_conv_native);
+  CHECK(native_kernels("pytorch", Precision::BF16, MemoryFormat::Contiguous) == 3 * depthwise_layers);
+  CHECK(native_kernels("pytorch", Precision::FP32, MemoryFormat::Contiguous) == 3 * depthwise_layers);
+  CHECK(native_kernels("pytorch-ops", Precision::BF16, MemoryFormat::Contiguous) == 3 * depthwise_layers);
+  CHECK(native_kernels("pytorch", Precision::FP16, MemoryFormat::Contiguous) == 0);
+  CHECK(native_kernels("pytorch", Precision::BF16, MemoryFormat::ChannelsLast) == 0);
+  CHECK(native_kernels("harness", Precision::BF16, MemoryFormat::Contiguous) == 0);
+}

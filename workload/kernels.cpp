@@ -14,6 +14,12 @@ const char* intern_variant(const std::string& name) {
   return names.insert(name).first->c_str();
 }
 
+bool pytorch_runs_native_depthwise(const KernelDesc& k) {
+  const int64_t channels = k.shape[1], groups = k.shape[13];
+  return k.kind == KernelKind::Conv2d && groups > 1 && groups == channels && k.format == MemoryFormat::Contiguous &&
+         k.math != MathMode::FP16;
+}
+
 const char* kind_name(KernelKind k) {
   switch (k) {
     case KernelKind::Conv2d: return "conv2d";

@@ -95,6 +95,14 @@ struct KernelDesc {
   MemoryFormat format = MemoryFormat::Contiguous;
 };
 
+// The conv2d variant of a depthwise convolution run by PyTorch's own conv_depthwise2d kernels
+// (aten's use_cudnn_depthwise: cuDNN only for fp16 or channels_last tensors), not by cuDNN.
+inline constexpr const char* kNativeDepthwise = "native_depthwise";
+
+// Whether PyTorch runs this convolution with its native depthwise kernels: groups equal to the input
+// channels (more than one), contiguous tensors, math other than fp16.
+bool pytorch_runs_native_depthwise(const KernelDesc& k);
+
 // A program-lifetime copy of a variant name (thread-safe), for KernelDesc::variant.
 const char* intern_variant(const std::string& name);
 

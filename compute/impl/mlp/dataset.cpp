@@ -235,8 +235,9 @@ std::vector<Sample> read_kernel_csv(const std::string& path) {
     }
     if (col.count("time_graph_s") && r.str("time_graph_s") != "nan") s.graph_time_s = r.number("time_graph_s");
     const auto& k = s.kernel;
-    s.pytorch_native_depthwise = col.count("algo") && r.str("algo") == "torch" && k.kind == KernelKind::Conv2d && k.shape[13] > 1 &&
-                                 k.shape[13] == k.shape[1] && k.format == MemoryFormat::Contiguous && k.math != MathMode::FP16;
+    s.pytorch_native_depthwise = col.count("algo") && r.str("algo") == "torch" && pytorch_runs_native_depthwise(k);
+    // PyTorch's own conv_depthwise2d kernels, not cuDNN's: their own predictors (compute/kernel_key.cpp).
+    if (s.pytorch_native_depthwise) s.kernel.variant = kNativeDepthwise;
     s.key = predictor_key(s.kernel);
     if (!s.key.empty()) out.push_back(std::move(s));
   }

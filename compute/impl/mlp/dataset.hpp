@@ -24,7 +24,8 @@ struct Sample {
   // A depthwise convolution that PyTorch timed (algo "torch") on contiguous tensors in fp32 or bf16:
   // PyTorch runs those with its own conv_depthwise2d kernels, not cuDNN's (aten Convolution.cpp,
   // use_cudnn_depthwise: cuDNN for contiguous depthwise only in fp16, by a shape heuristic), so no
-  // predictor trained on cuDNN's kernels describes them.
+  // predictor trained on cuDNN's kernels describes them: such a row's kernel has the variant
+  // kNativeDepthwise and its own predictor key (conv2d/PASS/MATH/native_depthwise).
   bool pytorch_native_depthwise = false;
 };
 
