@@ -36,7 +36,7 @@ class KernelCommand : public Command {
                   "eltwise read,written (elements); layernorm rows,features; attention N,heads,T,head_dim,causal (0 or 1, default 0); "
                   "embedding rows,dim,num_embeddings")
         ->required();
-    c->add_option("--variant", variant_, "activation: relu (default), relu6, gelu, gelu_tanh, ...; pool: max (default) or avg; concat: slice (one input's copy into its slice, as the harness runs it); adam_update: adamw (default) "
+    c->add_option("--variant", variant_, "activation: relu (default), relu6, gelu, gelu_tanh, ...; pool: max (default) or avg; concat: slice (one input's copy into its slice, as the harness runs it); conv2d: native_depthwise (PyTorch's own depthwise kernels, fp32/bf16 contiguous; default cuDNN's); adam_update: adamw (default) "
                   "or adam; eltwise: the lowering's name (bias_add, bias_grad, ...), which framework profiles key on");
     c->add_option("--framework", framework_,
                   "Price the kernel as this framework runs it (configs/frameworks: " + join_names(framework_presets()) +
@@ -60,6 +60,8 @@ class KernelCommand : public Command {
     ClusterSpec c;
     c.gpu = load_gpu_flag(gpu_);
     if (!framework_.empty()) c = apply_framework(c, load_framework(framework_));
+    // A depthwise convolution the framework runs on its own kernels is priced as those, as in predict.
+    if (c.framework.depthwise_conv_native && pytorch_runs_native_depthwise(k)) k.variant = kNativeDepthwise;
     const GpuSpec& gpu = c.gpu;
     auto model = cluster_compute_model(model_, c);
     KernelTime t = model->time(k);
@@ -69,6 +71,7 @@ class KernelCommand : public Command {
              {"bytes", k.bytes}, {"source", source}, {"in_range", t.in_range}, {"memory_bound", t.memory_bound},
              {"physics_floor_s", physics_floor_s(k, gpu)}, {"note", model->note()}};
       if (nhwc) j["memory_format"] = memory_format_name(k.format);
+      if (*k.variant) j["variant"] = k.variant;
       if (!framework_.empty()) j["framework"] = c.framework.name;
       emit("", dump(j));
     } else {

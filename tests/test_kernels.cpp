@@ -131,6 +131,14 @@ TEST_CASE("a kernel spec fills PyTorch's defaults and names the flag to fix") {
   CHECK(std::string(parse_kernel_spec({"concat", "fwd", "bf16", "elements=4", "slice"}).variant) == "slice");
   CHECK(std::string(parse_kernel_spec({"concat", "bwd", "bf16", "elements=4", ""}).variant).empty());
   CHECK_THROWS_WITH(parse_kernel_spec({"concat", "fwd", "bf16", "elements=4", "stack"}), Catch::Contains("--variant"));
+  // conv2d: cuDNN's, or PyTorch's own depthwise kernels, which only a contiguous non-fp16 depthwise convolution runs
+  const std::string dw = "N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1,groups=64";
+  CHECK(std::string(parse_kernel_spec({"conv2d", "fwd", "bf16", dw, "native_depthwise"}).variant) == kNativeDepthwise);
+  CHECK(std::string(parse_kernel_spec({"conv2d", "fwd", "bf16", dw, ""}).variant).empty());
+  CHECK_THROWS_WITH(parse_kernel_spec({"conv2d", "fwd", "fp16", dw, "native_depthwise"}), Catch::Contains("--variant"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"conv2d", "fwd", "bf16", "N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", "native_depthwise"}),
+                    Catch::Contains("--variant"));
+  CHECK_THROWS_WITH(parse_kernel_spec({"conv2d", "fwd", "bf16", dw, "winograd"}), Catch::Contains("--variant"));
   CHECK_THROWS_WITH(parse_kernel_spec({"gemm", "bwd_filter", "fp32", "M=1,N=1,K=1", ""}), Catch::Contains("not a pass of gemm"));
   CHECK_THROWS_WITH(parse_kernel_spec({"pool", "fwd", "fp32", "N=1,C=1,H=4,W=4,R=2,S=2,Q=3", ""}), Catch::Contains("'Q' is not a field of pool"));
 }

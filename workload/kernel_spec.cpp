@@ -112,7 +112,17 @@ void activation_shape(ShapeFields& f, const std::string& variant, KernelDesc& k)
 void read_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
   auto& s = k.shape;
   switch (k.kind) {
-    case KernelKind::Conv2d: conv2d_shape(f, k); break;
+    case KernelKind::Conv2d:
+      conv2d_shape(f, k);
+      // native_depthwise: PyTorch's own depthwise kernels (conv_depthwise2d_*), not cuDNN's
+      if (variant == kNativeDepthwise) {
+        k.variant = kNativeDepthwise;
+        if (!pytorch_runs_native_depthwise(k))
+          throw InputError("--variant", "native_depthwise is a depthwise convolution (groups = C > 1) on contiguous tensors outside fp16; PyTorch runs the others on cuDNN");
+      } else if (!variant.empty()) {
+        throw InputError("--variant", "conv2d takes native_depthwise (PyTorch's own depthwise kernels) or nothing (cuDNN)");
+      }
+      break;
     case KernelKind::Gemm: {  // transposes as the lowering's passes have them (workload/kernels.cpp)
       int64_t ta = k.pass == Pass::BwdWeight ? 1 : 0, tb = k.pass == Pass::Fwd ? 1 : 0;
       s = {f.get("M"), f.get("N"), f.get("K"), f.get("transA", ta), f.get("transB", tb)};

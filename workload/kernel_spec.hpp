@@ -13,7 +13,8 @@ struct KernelSpec {
   std::string pass;     // pass_name(), a pass the kind has
   std::string dtype;    // the training precision (parse_precision), which decides the math mode
   std::string shape;    // comma-separated NAME=VALUE, NAME from kernel_shape_fields() or a default's name
-  std::string variant;  // activation: relu (default), relu6, ...; pool: max (default) or avg; eltwise: any name
+  std::string variant;  // activation: relu (default), relu6, ...; pool: max (default) or avg; eltwise: any name;
+                        // conv2d: native_depthwise (PyTorch's own depthwise kernels) or nothing (cuDNN)
   // PyTorch's name of the tensors' memory format (parse_memory_format): contiguous or channels_last.
   // Only conv2d may be channels_last: it alone has NHWC measurements (predictor key .../nhwc).
   std::string memory_format = "contiguous";
