@@ -60,6 +60,20 @@ std::vector<KernelDesc> grid_kernels(std::mt19937_64& rng) {
       }
     }
     ks.push_back(kernel(KernelKind::Conv2d, Pass::Fwd, m, {256, 1024, 112, 112, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1}));
+    // Depthwise convolutions, on cuDNN and (contiguous, outside fp16) on PyTorch's own kernels, from tiny
+    // to beyond the measured batches and channels.
+    for (int i = 0; i < 40; ++i) {
+      const int64_t N = pick({1, 64, 256, 1024, 4096}), C = pick({8, 96, 960, 4096}), H = pick({4, 14, 56, 224}),
+                    R = pick({3, 5, 7}), st = pick({1, 2});
+      for (Pass p : {Pass::Fwd, Pass::BwdData, Pass::BwdFilter}) {
+        KernelDesc c = kernel(KernelKind::Conv2d, p, m, {N, C, H, H, C, R, R, st, st, R / 2, R / 2, 1, 1, C});
+        ks.push_back(c);
+        if (pytorch_runs_native_depthwise(c)) {
+          c.variant = kNativeDepthwise;
+          ks.push_back(c);
+        }
+      }
+    }
     // Memory-bound kinds from tiny to beyond the measured sizes.
     for (int64_t n : {int64_t(1), int64_t(1) << 20, int64_t(3) << 30, int64_t(1) << 34}) {
       ks.push_back(kernel(KernelKind::Activation, Pass::Fwd, m, {n}, "relu"));
