@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GPUS_MEASURED = ["h100-sxm", "h200-sxm"]
 ZOO = ["alexnet", "vgg11", "vgg16", "vgg19", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
-       "densenet121", "googlenet", "inception_v3", "mobilenet_v2"]
+       "resnext101_32x4d", "densenet121", "googlenet", "inception_v3", "mobilenet_v2"]
 STRATEGIES = ["dp", "hierarchical", "daso", "easgd-sync", "easgd-async", "measgd-async", "hogwild-easgd", "ps",
               "grid", "hierarchical-leader", "local-sgd"]
 ALGOS = ["auto", "nccl-ring", "nccl-tree", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical",

@@ -364,13 +364,21 @@ RESNET_CFG = {
     "resnet18": ("basic", [2, 2, 2, 2]), "resnet34": ("basic", [3, 4, 6, 3]),
     "resnet50": ("bottleneck", [3, 4, 6, 3]), "resnet101": ("bottleneck", [3, 4, 23, 3]),
     "resnet152": ("bottleneck", [3, 8, 36, 3]),
+    # ResNeXt-101 32x4d (Xie et al. 2017): torchvision's ResNet(Bottleneck, [3, 4, 23, 3], groups=32,
+    # width_per_group=4), the network of NVIDIA DeepLearningExamples' resnext101-32x4d (cardinality 32,
+    # widths 128..1024, stride on the grouped 3x3 convolution), whose published training throughputs
+    # are an independent check (validation/data/published/throughputs.json).
+    "resnext101_32x4d": ("bottleneck", [3, 4, 23, 3], 32, 4),
 }
+RESNET_SOURCE = {"resnext101_32x4d": "torchvision.models.resnet.ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=4), %s; "
+                                     "NVIDIA DeepLearningExamples' resnext101-32x4d" % TV}
 
 
 def resnet(name):
-    kind, blocks = RESNET_CFG[name]
+    kind, blocks, *grouping = RESNET_CFG[name]
+    groups, width_per_group = grouping or (1, 64)
     exp = 1 if kind == "basic" else 4
-    m = Model(name, "torchvision.models.%s, %s" % (name, TV), 3, 224, 224)
+    m = Model(name, RESNET_SOURCE.get(name, "torchvision.models.%s, %s" % (name, TV)), 3, 224, 224)
     m.conv("conv1", 64, 7, 2, 3, bias=False)
     m.bn("bn1")
     m.add("relu", "relu")
@@ -387,11 +395,12 @@ def resnet(name):
                 m.add(p + "relu", "relu")
                 m.conv(p + "conv2", planes, 3, 1, 1, bias=False)
                 out = m.bn(p + "bn2")
-            else:  # torchvision Bottleneck (v1.5: stride on the 3x3 conv)
-                m.conv(p + "conv1", planes, 1, bias=False)
+            else:  # torchvision Bottleneck (v1.5: stride on the 3x3 conv; ResNeXt: grouped and wider)
+                width = planes * width_per_group // 64 * groups
+                m.conv(p + "conv1", width, 1, bias=False)
                 m.bn(p + "bn1")
                 m.add(p + "relu", "relu")
-                m.conv(p + "conv2", planes, 3, stride, 1, bias=False)
+                m.conv(p + "conv2", width, 3, stride, 1, groups=groups, bias=False)
                 m.bn(p + "bn2")
                 m.add(p + "relu_2", "relu")
                 m.conv(p + "conv3", planes * exp, 1, bias=False)
@@ -772,6 +781,9 @@ ZOO = {
     "resnet50": (lambda: resnet("resnet50"), 25557032, 4.09),
     "resnet101": (lambda: resnet("resnet101"), 44549160, 7.80),
     "resnet152": (lambda: resnet("resnet152"), 60192808, 11.51),
+    # timm's resnext101_32x4d (the same torchvision ResNet) has 44,177,704 parameters and 8.0 GMACs (its
+    # model card); the ResNeXt paper's 7.8 GFLOPs (multiply-adds) is a little lower.
+    "resnext101_32x4d": (lambda: resnet("resnext101_32x4d"), 44177704, 8.0),
     "densenet121": (densenet121, 7978856, 2.83),
     "mobilenet_v2": (mobilenet_v2, 3504872, 0.30),
     "googlenet": (googlenet, 6624904, 1.50),
