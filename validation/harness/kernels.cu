@@ -169,7 +169,7 @@ const std::vector<std::string> kTail = {"impl", "time_median_s", "time_min_s", "
 // time_b2b_s (--back-to-back): the mean per call of the repeats enqueued with no event between them.
 std::vector<std::string> header(std::vector<std::string> h, bool back_to_back) {
   h.insert(h.end(), kTail.begin(), kTail.end());
-  if (back_to_back) h.push_back("time_b2b_s");
+  if (back_to_back) h.insert(h.end(), {"time_b2b_s", "host_enqueue_s"});
   return h;
 }
 
@@ -231,7 +231,7 @@ struct Ctx {
     cells.push_back(sig4(s.spread()));
     cells.push_back(I(s.repeats));
     cells.push_back(source);
-    if (tcfg.back_to_back) cells.push_back(sig4(s.back_to_back));
+    if (tcfg.back_to_back) cells.insert(cells.end(), {sig4(s.back_to_back), sig4(s.host_enqueue)});
     csv.at(kind)->row(cells);
     ++rows_by_kind[kind];
     recent.push_back({kind, cells[1], cells[2], s});
@@ -858,7 +858,8 @@ int run_kernels(const Args& a) {
                     {"spread", "p90 - p10 of the repeats"},
                     {"back_to_back", c.tcfg.back_to_back
                                          ? "time_b2b_s: the same repeats enqueued again with no event between them, one "
-                                           "event pair around all, total / repeats (after a spin kernel as above)"
+                                           "event pair around all, total / repeats (after a spin kernel as above); "
+                                           "host_enqueue_s: the host's wall time per call of that loop"
                                          : "not measured"}};
   prov["budget_s"] = budget_s;
   prov["models_dir"] = models_dir;

@@ -291,7 +291,9 @@ Stats time_on_gpu(cudaStream_t stream, const std::function<void()>& op, const Ti
   if (cfg.back_to_back) {
     if (t1 < 200e-6) launch_spin(stream, std::min(n * 60e-6, 0.02));
     DH_CUDA(cudaEventRecord(ev[0], stream));
+    const auto host_start = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) op();
+    s.host_enqueue = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count() / n;
     DH_CUDA(cudaEventRecord(ev[1], stream));
     DH_CUDA(cudaEventSynchronize(ev[1]));
     DH_CUDA(cudaEventElapsedTime(&ms, ev[0], ev[1]));

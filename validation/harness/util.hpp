@@ -72,6 +72,9 @@ struct Stats {
   // back_to_back); NaN when not measured. What a kernel costs inside a step, where nothing separates it
   // from its neighbours.
   double back_to_back = std::numeric_limits<double>::quiet_NaN();
+  // Host wall time per call of that back-to-back loop, the GPU kept busy by a spin kernel: what one
+  // call costs the host to issue (the library's work and the launch), not GPU time.
+  double host_enqueue = std::numeric_limits<double>::quiet_NaN();
   double spread() const { return p90 - p10; }  // the "spread" column everywhere
 };
 Stats stats_of(std::vector<double> v);
