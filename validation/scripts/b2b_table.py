@@ -7,14 +7,38 @@ between them, total / repeats) and prints, per band of kernel time, the median d
 quartiles, all kinds together and without convolutions (whose long kernels are noisier).
 
   validation/scripts/b2b_table.py validation/data/h200-sxm/kernels_b2b
+  validation/scripts/b2b_table.py --host validation/data/h200-sxm/kernels_b2b/host_2026-11-28
+
+--host: the host's wall time per call (host_enqueue_s, where the file has it), per kind, pass and math:
+p10, median and p90 over the shapes.
 """
 import csv, glob, gzip, os, statistics, sys
 
 EDGES_US = [0, 3, 5, 8, 12, 20, 30, 50, 80, 120, 200, 400, 1000, 1e9]
 
 
+def files(folder):
+    return sorted(glob.glob(os.path.join(folder, "*.csv")) + glob.glob(os.path.join(folder, "*.csv.gz")))
+
+
+def host_table(folder):
+    by = {}
+    for path in files(folder):
+        kind = os.path.basename(path).split(".")[0]
+        if kind == "skipped":
+            continue
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            for r in csv.DictReader(f):
+                by.setdefault((kind, r["pass"], r["math_mode"]), []).append(float(r["host_enqueue_s"]) * 1e6)
+    print("| kind | pass | math | shapes | host per call, p10 / median / p90 (us) |")
+    print("|---|---|---|---:|---|")
+    for (kind, p, m), v in sorted(by.items()):
+        v.sort()
+        print(f"| {kind} | {p} | {m} | {len(v)} | {v[len(v) // 10]:.1f} / {statistics.median(v):.1f} / {v[9 * len(v) // 10]:.1f} |")
+
+
 def rows(folder):
-    for path in sorted(glob.glob(os.path.join(folder, "*.csv")) + glob.glob(os.path.join(folder, "*.csv.gz"))):
+    for path in files(folder):
         kind = os.path.basename(path).split(".")[0]
         if kind == "skipped":
             continue
@@ -24,6 +48,8 @@ def rows(folder):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--host":
+        return host_table(sys.argv[2])
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     data = list(rows(sys.argv[1]))
