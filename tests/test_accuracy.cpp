@@ -89,6 +89,24 @@ TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets no
   }
 }
 
+TEST_CASE("accuracy: the harness's b32 steps on one H200 host, as reached") {
+  // validation/data/h200-sxm/runs_b32_host (2026-11-28, nineteenth session): seven models at b32, fp32
+  // and bf16, on the host whose issue costs were measured beside them. Reached: mean 4.0%, median 2.6%;
+  // every run within 4.4% but densenet121 (+21.3% bf16, +10.3% fp32), whose 2,171 small kernels are set
+  // by the host's issue rate, which moved the same step 24.2 -> 26.5 ms an hour later (docs/accuracy.md,
+  // "The b32 steps and the host").
+  const auto rows = validate_folder("validation/data/h200-sxm/runs_b32_host");
+  Stats s = abs_errors(rows);
+  INFO("runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
+  CHECK(s.n == 14);
+  CHECK(s.median <= 0.03);
+  for (const auto& r : rows)
+    if (r.run.model != "densenet121") {
+      INFO(r.run.file << ": " << 100 * r.error << "%");
+      CHECK(std::abs(r.error) <= 0.05);
+    }
+}
+
 TEST_CASE("accuracy: H200 runs predicted from H100 predictors alone within the issue's 10% median") {
   // Issue 6's what-if target: the 81 H200 runs (36 harness, 45 PyTorch DDP) with only h100-sxm's
   // predictors visible, so every kernel is carried over by the roofline ratio. 9.6% since the conv2d
