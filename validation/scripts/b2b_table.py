@@ -17,19 +17,21 @@ import csv, glob, gzip, os, statistics, sys
 EDGES_US = [0, 3, 5, 8, 12, 20, 30, 50, 80, 120, 200, 400, 1000, 1e9]
 
 
-def files(folder):
-    return sorted(glob.glob(os.path.join(folder, "*.csv")) + glob.glob(os.path.join(folder, "*.csv.gz")))
-
-
-def host_table(folder):
-    by = {}
-    for path in files(folder):
+def csv_rows(folder):
+    """(kernel kind, row) for every row of the folder's kernel CSVs, plain or gzip-compressed."""
+    for path in sorted(glob.glob(os.path.join(folder, "*.csv")) + glob.glob(os.path.join(folder, "*.csv.gz"))):
         kind = os.path.basename(path).split(".")[0]
         if kind == "skipped":
             continue
         with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             for r in csv.DictReader(f):
-                by.setdefault((kind, r["pass"], r["math_mode"]), []).append(float(r["host_enqueue_s"]) * 1e6)
+                yield kind, r
+
+
+def host_table(folder):
+    by = {}
+    for kind, r in csv_rows(folder):
+        by.setdefault((kind, r["pass"], r["math_mode"]), []).append(float(r["host_enqueue_s"]) * 1e6)
     print("| kind | pass | math | shapes | host per call, p10 / median / p90 (us) |")
     print("|---|---|---|---:|---|")
     for (kind, p, m), v in sorted(by.items()):
@@ -38,13 +40,8 @@ def host_table(folder):
 
 
 def rows(folder):
-    for path in files(folder):
-        kind = os.path.basename(path).split(".")[0]
-        if kind == "skipped":
-            continue
-        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-            for r in csv.DictReader(f):
-                yield kind, float(r["time_median_s"]) * 1e6, float(r["time_b2b_s"]) * 1e6
+    for kind, r in csv_rows(folder):
+        yield kind, float(r["time_median_s"]) * 1e6, float(r["time_b2b_s"]) * 1e6
 
 
 def main():
