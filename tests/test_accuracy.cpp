@@ -93,7 +93,7 @@ TEST_CASE("accuracy: the harness's b32 steps on one H200 host, as reached") {
   // validation/data/h200-sxm/runs_b32_host (2026-11-28, nineteenth session): seven models at b32, fp32
   // and bf16, on the host whose issue costs were measured beside them. Reached: mean 4.0%, median 2.6%;
   // every run within 4.4% but densenet121 (+21.3% bf16, +10.3% fp32), whose 2,171 small kernels are set
-  // by the host's issue rate, which moved the same step 24.2 -> 26.5 ms an hour later (docs/accuracy.md,
+  // by the host's issue rate, which moved the same step 24.2 -> 26.5 ms on the next lent machine (docs/accuracy.md,
   // "The b32 steps and the host").
   const auto rows = validate_folder("validation/data/h200-sxm/runs_b32_host");
   Stats s = abs_errors(rows);
