@@ -334,52 +334,30 @@ struct Ctx {
             return;
           }
           // cudnnFind*AlgorithmEx, then the fastest algorithm that succeeded timed with its own math type.
-          auto measure = [&](auto* perf, auto&& find, auto&& run, const char* none, auto&& algo_name) {
-            find(perf);
+          // The three passes' find and run calls take their operands in one order: two inputs (a, b),
+          // then the output (c), each a descriptor and a pointer.
+          auto measure = [&](auto* perf, auto find, auto run, auto ad, void* a, auto bd, void* b, auto cdesc, void* c,
+                             const char* none, auto&& algo_name) {
+            DH_CUDNN(find(cudnn, ad, a, bd, b, cd.d, cdesc, c, kMax, &got, perf, conv_ws, conv_ws_bytes));
             const auto p = first_success(perf, got, none);
             DH_CUDNN(cudnnSetConvolutionMathType(cd.d, p.mathType));
-            s = time_on_gpu(stream, [&] { run(p); }, tcfg);
+            s = time_on_gpu(stream, [&] {
+              DH_CUDNN(run(cudnn, &alpha, ad, a, bd, b, cd.d, p.algo, conv_ws, p.memory, &beta, cdesc, c));
+            }, tcfg);
             cells.insert(cells.end(), {algo_name(p.algo), math_name(p.mathType), I(p.memory)});
           };
           if (pass == "fwd") {
             cudnnConvolutionFwdAlgoPerf_t perf[kMax];
-            measure(
-                perf,
-                [&](auto* pf) {
-                  DH_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(cudnn, x.d, px, w.d, pw, cd.d, y.d, py, kMax, &got, pf,
-                                                                  conv_ws, conv_ws_bytes));
-                },
-                [&](const auto& p) {
-                  DH_CUDNN(cudnnConvolutionForward(cudnn, &alpha, x.d, px, w.d, pw, cd.d, p.algo, conv_ws, p.memory, &beta,
-                                                   y.d, py));
-                },
-                "no forward algorithm succeeded", fwd_algo_name);
+            measure(perf, cudnnFindConvolutionForwardAlgorithmEx, cudnnConvolutionForward, x.d, px, w.d, pw, y.d, py,
+                    "no forward algorithm succeeded", fwd_algo_name);
           } else if (pass == "bwd_data") {
             cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
-            measure(
-                perf,
-                [&](auto* pf) {
-                  DH_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn, w.d, pw, y.d, py, cd.d, x.d, pdx, kMax, &got,
-                                                                       pf, conv_ws, conv_ws_bytes));
-                },
-                [&](const auto& p) {
-                  DH_CUDNN(cudnnConvolutionBackwardData(cudnn, &alpha, w.d, pw, y.d, py, cd.d, p.algo, conv_ws, p.memory,
-                                                        &beta, x.d, pdx));
-                },
-                "no backward-data algorithm succeeded", bwd_data_algo_name);
+            measure(perf, cudnnFindConvolutionBackwardDataAlgorithmEx, cudnnConvolutionBackwardData, w.d, pw, y.d, py, x.d,
+                    pdx, "no backward-data algorithm succeeded", bwd_data_algo_name);
           } else {
             cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
-            measure(
-                perf,
-                [&](auto* pf) {
-                  DH_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn, x.d, px, y.d, py, cd.d, w.d, pdw, kMax, &got,
-                                                                         pf, conv_ws, conv_ws_bytes));
-                },
-                [&](const auto& p) {
-                  DH_CUDNN(cudnnConvolutionBackwardFilter(cudnn, &alpha, x.d, px, y.d, py, cd.d, p.algo, conv_ws, p.memory,
-                                                          &beta, w.d, pdw));
-                },
-                "no backward-filter algorithm succeeded", bwd_filter_algo_name);
+            measure(perf, cudnnFindConvolutionBackwardFilterAlgorithmEx, cudnnConvolutionBackwardFilter, x.d, px, y.d, py,
+                    w.d, pdw, "no backward-filter algorithm succeeded", bwd_filter_algo_name);
           }
           DH_CUDNN(cudnnSetConvolutionMathType(cd.d, CUDNN_TENSOR_OP_MATH));
           row("conv2d", cells, "cudnn_find_ex", s, it.source);
