@@ -39,6 +39,20 @@ struct CollectiveLibrary {
   ParameterServerSpec parameter_server;
 };
 
+// torch.optim's foreach optimizers (the default on GPUs) run a step as a few passes over the FP32
+// parameter lists, each a series of multi_tensor_apply launches (sim/multi_tensor.hpp prices them).
+struct MultiTensorPass {
+  int max_tensors = 0;          // tensors one launch takes for this pass's number of lists
+  double bytes_per_param = 0;   // read and written per parameter element
+};
+struct MultiTensorOptimizer {
+  int64_t chunk_elements = 0;   // elements one thread block takes of a tensor (kChunkSize)
+  int max_blocks = 0;           // blocks (chunks) one launch takes
+  double launch_s = 0;          // GPU time of a launch beyond streaming its bytes
+  double bandwidth_fraction = 0;  // of the GPU's datasheet memory bandwidth a pass streams at
+  std::map<std::string, std::vector<MultiTensorPass>> passes;  // by optimizer: sgd, adamw, adam
+};
+
 // What the program that drives training costs the host (and its own kernels cost the GPU): the part
 // of a cluster's framework section that a framework profile (configs/frameworks, sim/framework.hpp)
 // replaces.
@@ -51,10 +65,9 @@ struct FrameworkHostCosts {
   // The same for kernels over channels_last (NHWC) tensors, which PyTorch runs with other kernels
   // (batchnorm, pooling, elementwise); a key missing here takes no factor, never the NCHW one.
   std::map<std::string, double> channels_last_kernel_time_factors;
-  // Optimizers run as multi-tensor passes (torch.optim's foreach implementations): optimizer name
-  // (sgd, adamw, adam) -> bytes their passes move per parameter. An Adam update is priced as the SGD
-  // update of the same parameters times the ratio of these bytes (sim/predict.cpp).
-  std::map<std::string, double> optimizer_bytes_per_param;
+  // Optimizers run as multi-tensor passes (torch.optim's foreach implementations); empty: each
+  // update kernel as lowered (sim/multi_tensor.hpp).
+  MultiTensorOptimizer multi_tensor_optimizer;
   // Measured host time per kernel by key (sim/schedule.hpp framework_kernel_key); kernels
   // without an entry cost launch_overhead_s.
   std::map<std::string, double> host_cost_s;
@@ -75,6 +88,10 @@ struct FrameworkHostCosts {
   // with the framework's own kernels, as PyTorch's conv_depthwise2d_* (aten's use_cudnn_depthwise),
   // priced by the conv2d/*/native_depthwise predictors; the harness runs every convolution on cuDNN.
   bool depthwise_conv_native = false;
+  // In-place ReLU6 (hardtanh_, as torchvision builds it) under autograd: its backward reads the input
+  // the clamp overwrites, so each forward first copies the input (a Memcpy DtoD of the whole tensor,
+  // as long as the clamp itself in torch.profiler).
+  bool relu6_input_copy = false;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

@@ -32,6 +32,35 @@ std::map<std::string, double> key_table(JsonObject& o, const std::string& field,
   }
   return table;
 }
+
+// "multi_tensor_optimizer": PyTorch's launch rule and what a launch costs, and the passes of each
+// foreach optimizer (sim/multi_tensor.hpp).
+MultiTensorOptimizer parse_multi_tensor(JsonObject o) {
+  MultiTensorOptimizer m;
+  m.chunk_elements = o.integer("chunk_elements", 1, int64_t(1) << 40);
+  m.max_blocks = static_cast<int>(o.integer("max_blocks", 1, 1 << 20));
+  m.launch_s = o.number("launch_s", 0, 1);
+  m.bandwidth_fraction = o.number("bandwidth_fraction", 0.01, 1);
+  JsonObject passes = o.object("passes");
+  for (const char* name : {"sgd", "adamw", "adam"}) {
+    if (!passes.has(name)) continue;
+    const Json& list = passes.raw(name);
+    const std::string path = passes.path_of(name);
+    if (!list.is_array() || list.empty()) passes.fail(name, "must be a non-empty array of passes");
+    for (size_t i = 0; i < list.size(); ++i) {
+      JsonObject p = array_object(list, i, o.what(), path);
+      MultiTensorPass pass;
+      pass.max_tensors = static_cast<int>(p.integer("max_tensors", 1, 1 << 20));
+      pass.bytes_per_param = p.number("bytes_per_param", 1, 1000);
+      p.str_or("op", "");
+      p.reject_unknown();
+      m.passes[name].push_back(pass);
+    }
+  }
+  passes.reject_unknown();
+  o.reject_unknown();
+  return m;
+}
 }  // namespace
 
 FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
@@ -46,12 +75,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
                                     0, true, 100, "must be a number in (0, 100]");
   f.channels_last_kernel_time_factors = key_table(o, "channels_last_kernel_time_factors", 2, "a predictor key kind/pass/math[/variant]",
                                                   "time ratio", 0, true, 100, "must be a number in (0, 100]");
-  if (o.has("optimizer_bytes_per_param")) {
-    JsonObject ob = o.object("optimizer_bytes_per_param");
-    for (const char* name : {"sgd", "adamw", "adam"})
-      if (ob.has(name)) f.optimizer_bytes_per_param[name] = ob.number(name, 1, 1000);
-    ob.reject_unknown();
-  }
+  if (o.has("multi_tensor_optimizer")) f.multi_tensor_optimizer = parse_multi_tensor(o.object("multi_tensor_optimizer"));
   f.host_cost_s = key_table(o, "host_cost_s", 1, "a kernel key kind/pass[/math[/variant]]", "seconds", 0, false, 1,
                             "must be a number of seconds in [0, 1]");
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
@@ -59,6 +83,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.optimizer_update_fused = o.boolean_or("optimizer_update_fused", false);
   f.concat_copy_per_input = o.boolean_or("concat_copy_per_input", false);
   f.depthwise_conv_native = o.boolean_or("depthwise_conv_native", false);
+  f.relu6_input_copy = o.boolean_or("relu6_input_copy", false);
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

@@ -4,13 +4,14 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "sim/multi_tensor.hpp"
 #include "sim/strategies/data_parallel.hpp"
 
 namespace dtsim {
 
 static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k, const ClusterSpec& c, const TrainingConfig& cfg,
                                       const ComputeModel& compute, const CollectiveAlgorithm& algo, const Placement& place) {
-  const ScheduleOptions opt = schedule_options(c.framework, cfg.overlap.value_or(c.framework.overlap), cfg.record_kernels, cfg.mode.execution);
+  const ScheduleOptions opt = schedule_options(c, cfg.overlap.value_or(c.framework.overlap), cfg.record_kernels, cfg.mode.execution);
   auto allreduce = [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, place, c); };
   return simulate_iteration(g, k, compute, allreduce, opt);
 }
@@ -37,14 +38,15 @@ namespace {
 // their measured time ratio longer (FrameworkSpec::kernel_time_factors).
 class FrameworkKernels : public ComputeModel {
  public:
-  FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw) : inner_(std::move(inner)), fw_(fw) {}
+  FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw, double memory_bandwidth_Bps)
+      : inner_(std::move(inner)), fw_(fw), memory_bandwidth_Bps_(memory_bandwidth_Bps) {}
   std::string name() const override { return inner_->name(); }
   std::string note() const override {
     if (fw_.kernel_time_factors.empty()) return inner_->note();
     return inner_->note() + "; " + fw_.name + "'s own kernels: " + std::to_string(fw_.kernel_time_factors.size()) + " kinds scaled by measured ratios";
   }
   KernelTime time(const KernelDesc& k) const override {
-    if (auto sgd = sgd_equivalent(k)) return scaled(*sgd, k);
+    if (auto t = update_time(k)) return *t;
     KernelTime t = inner_->time(k);
     t.seconds *= factor(k);
     return t;
@@ -52,7 +54,7 @@ class FrameworkKernels : public ComputeModel {
   void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override {
     inner_->times(ks, out);
     for (size_t i = 0; i < ks.size(); ++i) {
-      if (auto sgd = sgd_equivalent(ks[i])) out[i] = scaled(*sgd, ks[i]);
+      if (auto t = update_time(ks[i])) out[i] = *t;
       else out[i].seconds *= factor(ks[i]);
     }
   }
@@ -65,28 +67,33 @@ class FrameworkKernels : public ComputeModel {
     const auto& table = k.format == MemoryFormat::ChannelsLast ? fw_.channels_last_kernel_time_factors : fw_.kernel_time_factors;
     return framework_table_value(k, table, 1.0);
   }
-  // An Adam update: the SGD update of the same parameters, which a measured predictor (and the
-  // framework's factor) prices, scaled by the ratio of the bytes the two move: the framework's
-  // multi-tensor passes where it runs them (FrameworkHostCosts::optimizer_bytes_per_param), else the
-  // fused kernels' (28 against 20 per parameter). Both are streaming kernels over the same tensors,
-  // so Adam costs what SGD costs on the same model times the extra traffic, never less.
-  std::optional<KernelDesc> sgd_equivalent(const KernelDesc& k) const {
+  // An optimizer update kernel alone (one layer's parameters as one tensor). A framework that runs
+  // the optimizer as multi-tensor passes prices them (sim/multi_tensor.hpp); the schedule prices a
+  // whole step's launches together (update_kernel_times). Otherwise an Adam update is the SGD update
+  // of the same parameters, which a measured predictor (and the framework's factor) prices, scaled
+  // by the fused kernels' bytes (28 against 20 per parameter): both stream the same tensors, so
+  // Adam costs what SGD costs times its extra traffic, never less.
+  std::optional<KernelTime> update_time(const KernelDesc& k) const {
+    if (k.kind != KernelKind::SgdUpdate && k.kind != KernelKind::AdamUpdate) return std::nullopt;
+    const std::string name = update_optimizer_name(k);
+    if (runs_multi_tensor(fw_.multi_tensor_optimizer, name)) {
+      KernelTime t;
+      t.seconds = multi_tensor_step_s(fw_.multi_tensor_optimizer, name, {k.shape[0]}, memory_bandwidth_Bps_);
+      t.memory_bound = true;
+      return t;
+    }
     if (k.kind != KernelKind::AdamUpdate) return std::nullopt;
     KernelDesc sgd = k;
     sgd.kind = KernelKind::SgdUpdate;
     sgd.variant = "";
     set_cost(sgd);
-    return sgd;
-  }
-  KernelTime scaled(const KernelDesc& sgd, const KernelDesc& adam) const {
-    const auto& passes = fw_.optimizer_bytes_per_param;
-    const bool foreach = passes.count("sgd") && passes.count(adam.variant);
     KernelTime t = inner_->time(sgd);
-    t.seconds *= factor(sgd) * (foreach ? passes.at(adam.variant) / passes.at("sgd") : adam.bytes / sgd.bytes);
+    t.seconds *= factor(sgd) * k.bytes / sgd.bytes;
     return t;
   }
   std::unique_ptr<ComputeModel> inner_;
   FrameworkSpec fw_;
+  double memory_bandwidth_Bps_;
 };
 
 }  // namespace
@@ -94,7 +101,7 @@ class FrameworkKernels : public ComputeModel {
 std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c) {
   auto m = make_compute_model(name, c.gpu);
   // Always wrapped: Adam's updates are priced from SGD's even without a framework's tables.
-  return std::make_unique<FrameworkKernels>(std::move(m), c.framework);
+  return std::make_unique<FrameworkKernels>(std::move(m), c.framework, c.gpu.memory_bandwidth_Bps);
 }
 
 StepMode parse_step_mode(const StepModeNames& names) {
@@ -193,7 +200,7 @@ class Stepper {
   StrategyOutcome strategy_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
     const bool overlap = cfg_.overlap.value_or(c.framework.overlap);
     auto simulate = [&](const std::function<double(double)>& bucket_s) {
-      return simulate_iteration(g_, kernels_, compute, bucket_s, schedule_options(c.framework, overlap, record, cfg_.mode.execution));
+      return simulate_iteration(g_, kernels_, compute, bucket_s, schedule_options(c, overlap, record, cfg_.mode.execution));
     };
     TrainingConfig quiet = cfg_;
     quiet.record_kernels = false;

@@ -74,8 +74,12 @@ struct ScheduleOptions {
   bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
   bool linear_bias_in_gemm = false;  // FrameworkSpec::linear_bias_in_gemm
   bool optimizer_update_fused = false;  // FrameworkSpec::optimizer_update_fused
+  // FrameworkSpec::multi_tensor_optimizer (may be null), and the GPU's memory bandwidth it streams at.
+  const MultiTensorOptimizer* multi_tensor = nullptr;
+  double memory_bandwidth_Bps = 0;
   bool concat_copy_per_input = false;  // FrameworkSpec::concat_copy_per_input
   bool depthwise_conv_native = false;  // FrameworkSpec::depthwise_conv_native
+  bool relu6_input_copy = false;  // FrameworkSpec::relu6_input_copy
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
   // CUDA graphs replay captured kernels without the host issuing each (host_captured()).
@@ -88,8 +92,9 @@ struct ScheduleOptions {
 // into its buckets and the optimizer step stay eager.
 bool graph_captured(const KernelDesc& k, Execution e);
 
-// The schedule's options as a framework runs it: its buckets, host costs and DDP's gradient copy.
-ScheduleOptions schedule_options(const FrameworkSpec& f, bool overlap, bool record_kernels, Execution execution = Execution::Eager);
+// The schedule's options as cluster c's framework runs it: its buckets, host costs, DDP's gradient
+// copy and its optimizer's launches.
+ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record_kernels, Execution execution = Execution::Eager);
 
 // A kernel's most specific key in a framework profile's tables (host_cost_s, kernel_time_factors):
 // "conv2d/fwd/bf16", "activation/bwd/fp32/relu", "eltwise/fwd/fp32/bias_add", "pool/bwd/bf16/max/k2s2p0".
@@ -100,16 +105,20 @@ double framework_table_value(const KernelDesc& k, const std::map<std::string, do
 // A framework's host time to issue kernel k: framework_table_value over host_cost_s (null: fallback_s).
 double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s);
 
-// `allreduce_s(bytes)` prices one bucket's all-reduce.
 // The optimizer's kernel times. With `fused` (FrameworkSpec::optimizer_update_fused) its GPU work is
 // priced as the framework runs it, one pass over all parameters: each kind of update kernel (SGD,
 // Adam, AdamW) once over all the parameters it updates, that time on its first kernel; the others
 // keep their host issue cost with no GPU time of their own. The harness runs one fused kernel over
 // its flat parameter buffer: priced per layer, resnet50's update came out at 0.76 ms on the H100
-// where the harness measures 0.18 ms (vgg16's few large layers: 1.01 against 0.96 ms). Without it,
-// a kernel per layer, as lowered.
-void update_kernel_times(const ComputeModel& compute, const std::vector<KernelDesc>& update, bool fused, std::vector<KernelTime>& out);
+// where the harness measures 0.18 ms (vgg16's few large layers: 1.01 against 0.96 ms).
+// With `multi_tensor` holding the kernels' optimizer (FrameworkSpec::multi_tensor_optimizer, PyTorch's
+// foreach optimizers), the step's multi-tensor launches over all of g's parameter tensors are priced
+// together (sim/multi_tensor.hpp) and their GPU time shared among the update kernels by parameters;
+// each kernel keeps its host issue cost. Without either, a kernel per layer, as lowered.
+void update_kernel_times(const ComputeModel& compute, const Graph& g, const std::vector<KernelDesc>& update, bool fused,
+                         const MultiTensorOptimizer* multi_tensor, double memory_bandwidth_Bps, std::vector<KernelTime>& out);
 
+// `allreduce_s(bytes)` prices one bucket's all-reduce.
 IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,
                                      const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt);
 

@@ -324,14 +324,14 @@ void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Pre
   st.fits_one = memory_fit(g, batch, precision, 1, c.gpu, default_memory_spec(), -1, mode.optimizer).fits;
   st.fits_many = memory_fit(g, batch, precision, 2, c.gpu, default_memory_spec(), -1, mode.optimizer).fits;
   if (!st.fits_one && !st.fits_many) return;
-  const ScheduleOptions opt = schedule_options(c.framework, gr.overlap, true, mode.execution);  // as predict's run_schedule
+  const ScheduleOptions opt = schedule_options(gr.c, gr.overlap, true, mode.execution);  // as predict's run_schedule
   const IterationTimeline t = simulate_iteration(g, k, *gr.compute, [](double) { return 0.0; }, opt);
   st.gpu_free = t.backward_end_s;
   const size_t before_update = t.kernels.size() - k.update.size();
   st.host = before_update > 0 ? t.kernels[before_update - 1].issue_s : c.framework.iteration_overhead_s;
   for (const auto& b : t.buckets) st.ready.push_back(gr.overlap ? b.ready_s : t.backward_end_s);
   std::vector<KernelTime> upd;
-  update_kernel_times(*gr.compute, k.update, opt.optimizer_update_fused, upd);
+  update_kernel_times(*gr.compute, g, k.update, opt.optimizer_update_fused, opt.multi_tensor, opt.memory_bandwidth_Bps, upd);
   for (size_t i = 0; i < k.update.size(); ++i) {
     st.update_s.push_back(upd[i].seconds);
     st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt.host_cost_s, opt.launch_overhead_s));

@@ -179,7 +179,9 @@ TEST_CASE("a framework that concatenates input by input issues one slice copy pe
   REQUIRE(f.concat_copy_per_input);
   auto step = [&](bool per_input) {
     f.concat_copy_per_input = per_input;
-    return simulate_iteration(g, k, *compute, [](double) { return 0.0; }, schedule_options(f, true, true));
+    ClusterSpec cf = c;
+    cf.framework = f;
+    return simulate_iteration(g, k, *compute, [](double) { return 0.0; }, schedule_options(cf, true, true));
   };
   const IterationTimeline one = step(false), per_input = step(true);
   size_t inputs = 0, concats = 0, fed_by_model_input = 0;
@@ -227,7 +229,9 @@ TEST_CASE("PyTorch's depthwise convolutions run on its own kernels outside fp16 
     StepMode mode;
     mode.memory_format = fmt;
     const IterationKernels k = lower_iteration(g, 64, p, mode);
-    const IterationTimeline t = simulate_iteration(g, k, *compute, [](double) { return 0.0; }, schedule_options(f, true, true));
+    ClusterSpec cf = c;
+    cf.framework = f;
+    const IterationTimeline t = simulate_iteration(g, k, *compute, [](double) { return 0.0; }, schedule_options(cf, true, true));
     if (iteration_s) *iteration_s = t.iteration_s;
     size_t n = 0;
     for (const auto& s : t.kernels)
