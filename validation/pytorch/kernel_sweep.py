@@ -15,11 +15,14 @@ than 1.1 TFLOP per call, or with a dimension beyond the harness's random range, 
 batch size the harness never ran, a convolution at batch > 256), "train" otherwise. The split is decided
 here, from the shape alone, before anything is fitted.
 
-usage: kernel_sweep.py --out DIR [--budget-s 420] [--seed 7] [--sections gemm,classifier,conv,depthwise]
+usage: kernel_sweep.py --out DIR [--budget-s 420] [--seed 7] [--sections gemm,classifier,conv,depthwise | depthwise_nhwc]
 
 The depthwise section (not in the default sections) times contiguous depthwise convolutions in fp32 and
 bf16, which PyTorch runs with its own conv_depthwise2d kernels rather than cuDNN's: the zoo's at the
 harness's batches and random ones, all training rows (the zoo's at batch 384/512 are kernels_beyond's).
+The depthwise_nhwc section (run alone: its rows carry a `layout` column, nhwc) times the same shapes on
+channels_last tensors, which PyTorch gives to cuDNN's NHWC depthwise engines (cudnn.benchmark's pick;
+the harness's graph-API autotune, which tries ten engines, picked slower ones on large batches).
 """
 import argparse
 import csv
@@ -165,12 +168,13 @@ def gemm_shapes(rng):
 
 # --- convolutions ---------------------------------------------------------------------------------
 
-def conv_rows(N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, g, mode, source, split):
+def conv_rows(N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, g, mode, source, split, layout="nchw"):
     dt = DTYPES[mode]
-    x = torch.randn(N, C, H, W, device="cuda", dtype=dt)
-    w = torch.randn(K, C // g, R, S, device="cuda", dtype=dt)
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    x = torch.randn(N, C, H, W, device="cuda", dtype=dt).to(memory_format=fmt)
+    w = torch.randn(K, C // g, R, S, device="cuda", dtype=dt).to(memory_format=fmt)
     y = F.conv2d(x, w, None, (sh, sw), (ph, pw), (dh, dw), g)
-    dy = torch.randn_like(y)
+    dy = torch.randn_like(y)  # keeps y's memory format
     conv_bwd = torch.ops.aten.convolution_backward
 
     def bwd(mask):
@@ -182,7 +186,7 @@ def conv_rows(N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, g, mode, source, spli
     for p, fn in passes.items():
         med, mn, spread, n, tg, k = measure(fn)
         rows.append(["conv2d", p, mode, mode, N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, g, "torch", "cudnn.benchmark", 0,
-                     sig4(med), sig4(mn), sig4(spread), n, source, sig4(tg), k, split])
+                     sig4(med), sig4(mn), sig4(spread), n, source, sig4(tg), k, split] + ([layout] if layout == "nhwc" else []))
     del x, w, y, dy
     return rows
 
@@ -242,6 +246,21 @@ def depthwise_shapes(rng):
         out.append((N, C, H, H, C * mult, R, R, st, st, R // 2, R // 2, 1, 1, C, "random_depthwise", "train"))
     rng.shuffle(out)
     return [s for s in out if conv_ok(*s[:14])]
+
+
+def nhwc_kernel_names():
+    """The kernels one channels_last depthwise step runs in fp32 and bf16 (cuDNN's, not PyTorch's own)."""
+    names = {}
+    for mode in ["fp32", "bf16"]:
+        x = torch.randn(8, 64, 28, 28, device="cuda", dtype=DTYPES[mode]).to(memory_format=torch.channels_last).requires_grad_()
+        w = torch.randn(64, 1, 3, 3, device="cuda", dtype=DTYPES[mode]).to(memory_format=torch.channels_last).requires_grad_()
+        F.conv2d(x, w, None, 1, 1, 1, 64).sum().backward()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            F.conv2d(x, w, None, 1, 1, 1, 64).sum().backward()
+            torch.cuda.synchronize()
+        names[mode] = sorted({e.name[:120] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+    return names
 
 
 def native_kernel_names():
@@ -308,7 +327,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=420)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--sections", default="classifier,gemm,conv")
-    ap.add_argument("--share", default="classifier=0.15,gemm=0.35,conv=0.5,depthwise=1")
+    ap.add_argument("--share", default="classifier=0.15,gemm=0.35,conv=0.5,depthwise=1,depthwise_nhwc=1")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.backends.cudnn.benchmark = True
@@ -319,13 +338,16 @@ def main():
     prov = provenance(a)
     if "depthwise" in a.sections.split(","):
         prov["depthwise_kernels"] = native_kernel_names()
+    if "depthwise_nhwc" in a.sections.split(","):
+        prov["depthwise_nhwc_kernels"] = nhwc_kernel_names()
+        prov["layout"] = "NHWC (channels_last) for the depthwise_nhwc rows (column layout)"
     json.dump(prov, open(os.path.join(a.out, "provenance.json"), "w"), indent=1)
     t_start = time.time()
     gemm_f = open(os.path.join(a.out, "gemm.csv"), "w", newline="")
     conv_f = open(os.path.join(a.out, "conv2d.csv"), "w", newline="")
     gw, cw = csv.writer(gemm_f), csv.writer(conv_f)
     gw.writerow(GEMM_COLS)
-    cw.writerow(CONV_COLS)
+    cw.writerow(CONV_COLS + (["layout"] if "depthwise_nhwc" in a.sections.split(",") else []))
     skipped = open(os.path.join(a.out, "skipped.csv"), "w")
     skipped.write("section,shape,mode,error\n")
     spent_before = 0.0
@@ -361,6 +383,12 @@ def main():
                     if time.time() > deadline:
                         break
                     n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15]))
+        elif sec == "depthwise_nhwc":  # alone in a run: its rows carry a layout column
+            for s in depthwise_shapes(rng):
+                for m in ["bf16", "fp32"]:
+                    if time.time() > deadline:
+                        break
+                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15], "nhwc"))
         elif sec == "conv":
             for s in conv_shapes(rng):
                 for m in ["bf16", "fp32", "fp16"]:
