@@ -248,28 +248,14 @@ def depthwise_shapes(rng):
     return [s for s in out if conv_ok(*s[:14])]
 
 
-def nhwc_kernel_names():
-    """The kernels one channels_last depthwise step runs in fp32 and bf16 (cuDNN's, not PyTorch's own)."""
+def depthwise_kernel_names(modes, memory_format=torch.contiguous_format):
+    """The kernels one depthwise step runs in each mode, from torch.profiler: the evidence of which
+    implementation the rows time (contiguous fp32/bf16: PyTorch's own conv_depthwise2d kernels;
+    fp16 or channels_last: cuDNN's)."""
     names = {}
-    for mode in ["fp32", "bf16"]:
-        x = torch.randn(8, 64, 28, 28, device="cuda", dtype=DTYPES[mode]).to(memory_format=torch.channels_last).requires_grad_()
-        w = torch.randn(64, 1, 3, 3, device="cuda", dtype=DTYPES[mode]).to(memory_format=torch.channels_last).requires_grad_()
-        F.conv2d(x, w, None, 1, 1, 1, 64).sum().backward()
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            F.conv2d(x, w, None, 1, 1, 1, 64).sum().backward()
-            torch.cuda.synchronize()
-        names[mode] = sorted({e.name[:120] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
-    return names
-
-
-def native_kernel_names():
-    """The kernels one fp32 and one bf16 depthwise step run, from torch.profiler: the evidence that
-    these rows are PyTorch's own kernels and not cuDNN's."""
-    names = {}
-    for mode in ["fp32", "bf16", "fp16"]:
-        x = torch.randn(8, 64, 28, 28, device="cuda", dtype=DTYPES[mode], requires_grad=True)
-        w = torch.randn(64, 1, 3, 3, device="cuda", dtype=DTYPES[mode], requires_grad=True)
+    for mode in modes:
+        x = torch.randn(8, 64, 28, 28, device="cuda", dtype=DTYPES[mode]).to(memory_format=memory_format).requires_grad_()
+        w = torch.randn(64, 1, 3, 3, device="cuda", dtype=DTYPES[mode]).to(memory_format=memory_format).requires_grad_()
         F.conv2d(x, w, None, 1, 1, 1, 64).sum().backward()
         torch.cuda.synchronize()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -337,9 +323,9 @@ def main():
     share = {k: float(v) for k, v in (s.split("=") for s in a.share.split(","))}
     prov = provenance(a)
     if "depthwise" in a.sections.split(","):
-        prov["depthwise_kernels"] = native_kernel_names()
+        prov["depthwise_kernels"] = depthwise_kernel_names(["fp32", "bf16", "fp16"])
     if "depthwise_nhwc" in a.sections.split(","):
-        prov["depthwise_nhwc_kernels"] = nhwc_kernel_names()
+        prov["depthwise_nhwc_kernels"] = depthwise_kernel_names(["fp32", "bf16"], torch.channels_last)
         prov["layout"] = "NHWC (channels_last) for the depthwise_nhwc rows (column layout)"
     json.dump(prov, open(os.path.join(a.out, "provenance.json"), "w"), indent=1)
     t_start = time.time()
