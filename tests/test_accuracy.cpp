@@ -80,7 +80,7 @@ TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets no
   // PyTorch's native depthwise kernels priced by their own predictors (2026-11-28, nineteenth session):
   // the 73 H100 PyTorch runs 11.1% / 6.6% -> 10.6% / 5.1% (mobilenet_v2's contiguous fp32/bf16 steps).
   // PyTorch's optimizer priced as its multi-tensor launches (twentieth session; its GPU time now within
-  // 12% of torch.profiler's on every profiled model, where the per-layer pricing was 1.0-9.5x it) and the
+  // 12% of torch.profiler's on every profiled model, where the per-layer pricing was 1.1-10.7x it) and the
   // host costs refitted as documented: H100 10.6% / 5.1% -> 10.9% / 5.5%, H200 16.2% / 9.3% -> 16.0% /
   // 12.7%. The over-priced optimizer had covered part of the host-paced b32 steps' missing host time
   // (resnet50 b32 on the H200 -9..-25% -> -15..-29%); with the measured host costs of pytorch-ops
@@ -165,7 +165,7 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // same model's at half its batch): the issue's 5% median. Reached 4.5% over 5 runs (vgg16 b64 and b128,
   // resnet18, resnet50 and mobilenet_v2 at b256) while the optimizer was priced per layer; with its
   // multi-tensor launches (twentieth session) 6.7%: the compiled steps are under-priced by what the
-  // optimizer's 1.0-9.5x over-pricing had covered. The worst, resnet50 b256 -15.7%, lacks the 18
+  // optimizer's 1.1-10.7x over-pricing had covered. The worst, resnet50 b256 -15.7%, lacks the 18
   // direct_copy_kernel copies of its profile (4.6 ms), which dtsim does not model.
   const auto compiled = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
   std::vector<double> paced;
