@@ -92,6 +92,12 @@ struct FrameworkHostCosts {
   // the clamp overwrites, so each forward first copies the input (a Memcpy DtoD of the whole tensor,
   // as long as the clamp itself in torch.profiler).
   bool relu6_input_copy = false;
+  // torch.compile of a DDP module splits the captured graph at DDP's bucket boundaries (DDPOptimizer,
+  // torch._dynamo.config.optimize_ddp), one compiled graph per bucket, and the gradients of the
+  // activations that cross a boundary are copied between layouts (sim/schedule.cpp graph_split_copies).
+  // The copies stream at this fraction of the GPU's memory bandwidth (read plus write); 0: not
+  // modelled. Eager steps and a model in one bucket have none.
+  double compiled_ddp_split_copy_bandwidth_fraction = 0;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

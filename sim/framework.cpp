@@ -84,6 +84,11 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.concat_copy_per_input = o.boolean_or("concat_copy_per_input", false);
   f.depthwise_conv_native = o.boolean_or("depthwise_conv_native", false);
   f.relu6_input_copy = o.boolean_or("relu6_input_copy", false);
+  if (o.has("compiled_ddp_split_copies")) {
+    JsonObject split = o.object("compiled_ddp_split_copies");
+    f.compiled_ddp_split_copy_bandwidth_fraction = split.number("bandwidth_fraction", 0.01, 1);
+    split.reject_unknown();
+  }
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

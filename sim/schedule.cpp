@@ -62,6 +62,7 @@ ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record
   opt.concat_copy_per_input = f.concat_copy_per_input;
   opt.depthwise_conv_native = f.depthwise_conv_native;
   opt.relu6_input_copy = f.relu6_input_copy;
+  opt.compiled_ddp_split_copy_bandwidth_fraction = f.compiled_ddp_split_copy_bandwidth_fraction;
   opt.optimizer_update_fused = f.optimizer_update_fused;
   opt.multi_tensor = &f.multi_tensor_optimizer;
   opt.memory_bandwidth_Bps = c.gpu.memory_bandwidth_Bps;
@@ -298,6 +299,74 @@ static bool saves_relu6_input(const KernelDesc& k) {
   return k.kind == KernelKind::Activation && k.pass == Pass::Fwd && std::string(k.variant) == "relu6";
 }
 
+// torch.compile of a DDP module (FrameworkSpec::compiled_ddp_split_copies). DDPOptimizer cuts the
+// captured graph where DDP's buckets part, walking the graph backwards as DDP fills its buckets, so
+// that each bucket's all-reduce can start once its compiled backward ends. What crosses a cut loses
+// Inductor's layout planning, and torch.profiler (validation/data/h200-sxm/pytorch_modes/graph_split)
+// shows the gradients of the crossing activations copied by direct_copy kernels (NCHW <-> NHWC
+// permutations), none once the graph is one piece (optimize_ddp off). Per crossing activation: one
+// copy as the later graph hands its gradient over, one of the gradient entering the backward of the
+// layer that made it (through a pooling, the pooling's input), and one more where a layer before the
+// cut reads it too (a residual block's input): the copies of resnet50 b128, resnet18 b128 and vgg16
+// b64 to the tensor. Where the cuts fall is DDP's bucket assignment (assign_buckets), which
+// DDPOptimizer follows up to the layer it stops at.
+static bool split_copies(const ScheduleOptions& opt) {
+  return opt.compiled_ddp_split_copy_bandwidth_fraction > 0 && inductor_compiled(opt.execution);
+}
+
+static bool is_split_copy(const KernelDesc& d) { return d.kind == KernelKind::Eltwise && std::string(d.variant) == "graph_split_copy"; }
+
+static void graph_split_copies(const Graph& g, const ScheduleOptions& opt, IterationKernels& k) {
+  const auto buckets = assign_buckets(g, opt.first_bucket_bytes, opt.bucket_bytes, opt.grad_bytes_per_param);
+  if (buckets.size() < 2 || k.batch <= 0) return;
+  const int L = static_cast<int>(g.layers.size());
+  const std::vector<bool> fp32 = autocast_fp32_outputs(g, k.precision);
+  auto copy_of = [&](int layer) {
+    KernelDesc d{KernelKind::Eltwise, Pass::Bwd, fp32[layer] ? MathMode::FP32 : math_mode_for(KernelKind::Eltwise, k.precision), layer, {}, "graph_split_copy", 0, 0};
+    d.shape[0] = d.shape[1] = k.batch * g.layers[layer].out.elements();
+    d.format = MemoryFormat::ChannelsLast;
+    set_cost(d);
+    return d;
+  };
+  // A layer the gradient passes through unchanged in kind: one input, no parameters, not a join.
+  auto pass_through = [&](int j) {
+    const Layer& l = g.layers[j];
+    return l.params() == 0 && l.inputs.size() == 1 && l.inputs[0] >= 0 && l.op != Op::Add && l.op != Op::Concat;
+  };
+  // The cuts: the lowest layer of each bucket but the last (the model's first layers) starts a graph.
+  std::vector<int> cuts;
+  for (size_t b = 0; b + 1 < buckets.size(); ++b) {
+    int first = buckets[b].front().first;
+    for (const auto& [layer, bytes] : buckets[b]) first = std::min(first, layer);
+    cuts.push_back(first);
+  }
+  std::vector<std::vector<KernelDesc>> at_cut(cuts.size());
+  for (size_t c = 0; c < cuts.size(); ++c) {
+    const int cut = cuts[c];
+    for (int j = 0; j < cut; ++j) {
+      if (!g.layers[j].out.spatial()) continue;  // only images have a layout to restore
+      bool above = false, below = false;
+      for (int i = j + 1; i < L; ++i)
+        if (std::find(g.layers[i].inputs.begin(), g.layers[i].inputs.end(), j) != g.layers[i].inputs.end()) (i >= cut ? above : below) = true;
+      if (!above) continue;
+      int maker = j;
+      while (pass_through(maker)) maker = g.layers[maker].inputs[0];
+      at_cut[c].push_back(copy_of(j));
+      at_cut[c].push_back(copy_of(maker));
+      if (below) at_cut[c].push_back(copy_of(j));
+    }
+  }
+  // Placed where the backward reaches the layers below each cut (cuts fall as the backward meets them).
+  std::vector<KernelDesc> backward;
+  size_t next = 0;
+  for (const KernelDesc& d : k.backward) {
+    for (; next < cuts.size() && d.layer >= 0 && d.layer < cuts[next]; ++next)
+      backward.insert(backward.end(), at_cut[next].begin(), at_cut[next].end());
+    backward.push_back(d);
+  }
+  k.backward = std::move(backward);
+}
+
 // The kernels as the framework issues them: the bias adds cuBLASLt's epilogue absorbs dropped, each
 // concatenation split per input where the framework copies input by input, depthwise convolutions
 // marked where the framework runs its own kernels for them, ReLU6's input copies added.
@@ -317,6 +386,7 @@ static IterationKernels framework_kernels(const Graph& g, const IterationKernels
     }
     k.forward = std::move(with_copies);
   }
+  if (split_copies(opt)) graph_split_copies(g, opt, k);
   if (opt.concat_copy_per_input)
     for (std::vector<KernelDesc>* list : {&k.forward, &k.backward}) {
       std::vector<KernelDesc> split;
@@ -334,7 +404,8 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
   const bool changed = (opt.concat_copy_per_input && any_forward([](const KernelDesc& d) { return d.kind == KernelKind::Concat; })) ||
                        (opt.depthwise_conv_native && any_forward([](const KernelDesc& d) { return pytorch_runs_native_depthwise(d); })) ||
                        (opt.linear_bias_in_gemm && any_forward([&](const KernelDesc& d) { return bias_in_gemm(g, d); })) ||
-                       (opt.relu6_input_copy && any_forward(saves_relu6_input));
+                       (opt.relu6_input_copy && any_forward(saves_relu6_input)) ||
+                       split_copies(opt);
   const IterationKernels framework = changed ? framework_kernels(g, all, opt) : IterationKernels{};
   const IterationKernels& k = changed ? framework : all;
   IterationTimeline t;
@@ -347,6 +418,14 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
   std::vector<KernelTime> fwd_t, bwd_t, upd_t;
   compute.times(k.forward, fwd_t);
   compute.times(k.backward, bwd_t);
+  // The split's copies are permutations by PyTorch's generic strided copy, far from a contiguous copy's
+  // speed: priced at their measured fraction of the memory bandwidth.
+  for (size_t i = 0; i < k.backward.size(); ++i)
+    if (split_copies(opt) && is_split_copy(k.backward[i])) {
+      bwd_t[i] = KernelTime{};
+      bwd_t[i].seconds = k.backward[i].bytes / (opt.compiled_ddp_split_copy_bandwidth_fraction * opt.memory_bandwidth_Bps);
+      bwd_t[i].memory_bound = true;
+    }
   update_kernel_times(compute, g, k.update, opt.optimizer_update_fused, opt.multi_tensor, opt.memory_bandwidth_Bps, upd_t);
 
   ComputeStream stream(t, opt);

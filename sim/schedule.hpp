@@ -80,6 +80,7 @@ struct ScheduleOptions {
   bool concat_copy_per_input = false;  // FrameworkSpec::concat_copy_per_input
   bool depthwise_conv_native = false;  // FrameworkSpec::depthwise_conv_native
   bool relu6_input_copy = false;  // FrameworkSpec::relu6_input_copy
+  double compiled_ddp_split_copy_bandwidth_fraction = 0;  // FrameworkSpec's; 0: no copies
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
   // CUDA graphs replay captured kernels without the host issuing each (host_captured()).

@@ -151,9 +151,13 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // Native depthwise kernels priced (2026-11-28, nineteenth session): 7.8% -> 7.1% and 6.7% -> 5.6%.
   // PyTorch's optimizer as its multi-tensor launches (twentieth session): 7.1% -> 5.4%, 5.6% -> 6.0%,
   // 6.0% -> 5.8%, 6.6% -> 7.1%.
+  // The copies of torch.compile's cut of the DDP graph (compiled_ddp_split_copies, twenty-first
+  // session): compile 7.1% -> 8.1%. resnet50 moves to within 7% and resnet18 within 5% where the GPU
+  // paces, while vgg16 (+3.9..+7.3% -> +9.6..+12.6%) shows what its over-priced NHWC convolutions
+  // had hidden: 10.6 ms against 8.8 ms of cuDNN kernels in its b64 profile.
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.06}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.065},
                         Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.06},
-                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.075}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.085}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
@@ -165,8 +169,9 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // same model's at half its batch): the issue's 5% median. Reached 4.5% over 5 runs (vgg16 b64 and b128,
   // resnet18, resnet50 and mobilenet_v2 at b256) while the optimizer was priced per layer; with its
   // multi-tensor launches (twentieth session) 6.7%: the compiled steps are under-priced by what the
-  // optimizer's 1.1-10.7x over-pricing had covered. The worst, resnet50 b256 -15.7%, lacks the 18
-  // direct_copy_kernel copies of its profile (4.6 ms), which dtsim does not model.
+  // optimizer's 1.1-10.7x over-pricing had covered. The worst, resnet50 b256 -15.7%, lacked the 18
+  // direct_copy_kernel copies of its profile (4.6 ms); priced since (twenty-first session, the copies of
+  // the DDP graph's cut): 6.3% median, resnet50 b256 -6.3%, the worst vgg16 b64 +12.6%.
   const auto compiled = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
   std::vector<double> paced;
   for (const auto& r : compiled)
@@ -176,8 +181,8 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
         paced.push_back(std::fabs(r.error));
   REQUIRE(paced.size() == 5);
   std::sort(paced.begin(), paced.end());
-  CHECK(paced[2] <= 0.07);
-  CHECK(paced.back() <= 0.16);
+  CHECK(paced[2] <= 0.065);
+  CHECK(paced.back() <= 0.13);
 }
 
 TEST_CASE("accuracy: PyTorch transformer runs (issue 25), as reached") {

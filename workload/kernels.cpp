@@ -833,6 +833,8 @@ struct Lowering {
 IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p, const StepMode& mode) {
   Lowering low{g, batch, p, mode, {}, {}, {}, {}, {}, {}};
   low.run();
+  low.out.batch = batch;
+  low.out.precision = p;
   return std::move(low.out);
 }
 

@@ -121,6 +121,8 @@ struct IterationKernels {
   // The host waits for the GPU after issuing this many update kernels (0: never): fp16's GradScaler
   // reads its inf flag back (found_inf.item()) before it lets the optimizer step.
   size_t update_host_sync_after = 0;
+  int64_t batch = 0;                     // samples per GPU, as lowered
+  Precision precision = Precision::FP32;  // as lowered
 };
 
 // Per layer: whether autocast (bf16/fp16) leaves its output FP32 (docs/transformers.md); all false otherwise.
