@@ -15,7 +15,7 @@ than 1.1 TFLOP per call, or with a dimension beyond the harness's random range, 
 batch size the harness never ran, a convolution at batch > 256), "train" otherwise. The split is decided
 here, from the shape alone, before anything is fitted.
 
-usage: kernel_sweep.py --out DIR [--budget-s 420] [--seed 7] [--sections gemm,classifier,conv,depthwise | depthwise_nhwc]
+usage: kernel_sweep.py --out DIR [--budget-s 420] [--seed 7] [--sections gemm,classifier,conv,depthwise | depthwise_nhwc | conv_nhwc]
 
 The depthwise section (not in the default sections) times contiguous depthwise convolutions in fp32 and
 bf16, which PyTorch runs with its own conv_depthwise2d kernels rather than cuDNN's: the zoo's at the
@@ -23,6 +23,9 @@ harness's batches and random ones, all training rows (the zoo's at batch 384/512
 The depthwise_nhwc section (run alone: its rows carry a `layout` column, nhwc) times the same shapes on
 channels_last tensors, which PyTorch gives to cuDNN's NHWC depthwise engines (cudnn.benchmark's pick;
 the harness's graph-API autotune, which tries ten engines, picked slower ones on large batches).
+The conv_nhwc section (run alone, the same `layout` column) times the zoo's other convolutions on
+channels_last tensors at batches 32-256, in random order: what cuDNN runs for PyTorch's channels_last
+and compiled steps, against which the graph-API rows (kernels_nhwc) are checked.
 """
 import argparse
 import csv
@@ -229,6 +232,16 @@ def conv_shapes(rng):
 DEPTHWISE_BATCHES = [1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256]
 
 
+CONV_NHWC_BATCHES = [32, 64, 128, 256]
+
+
+def conv_nhwc_shapes(rng):
+    zoo = [z for z in json.load(open(os.path.join(HERE, "zoo_conv_shapes.json")))["layers"] if z[-1] == 1]
+    out = [(N, *shape, layer, "train") for layer, *shape in zoo for N in CONV_NHWC_BATCHES]
+    rng.shuffle(out)
+    return [s for s in out if conv_ok(*s[:14])]
+
+
 def depthwise_shapes(rng):
     zoo = [z for z in json.load(open(os.path.join(HERE, "zoo_conv_shapes.json")))["layers"] if z[-1] > 1]
     out = []
@@ -313,7 +326,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=420)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--sections", default="classifier,gemm,conv")
-    ap.add_argument("--share", default="classifier=0.15,gemm=0.35,conv=0.5,depthwise=1,depthwise_nhwc=1")
+    ap.add_argument("--share", default="classifier=0.15,gemm=0.35,conv=0.5,depthwise=1,depthwise_nhwc=1,conv_nhwc=1")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.backends.cudnn.benchmark = True
@@ -327,13 +340,16 @@ def main():
     if "depthwise_nhwc" in a.sections.split(","):
         prov["depthwise_nhwc_kernels"] = depthwise_kernel_names(["fp32", "bf16"], torch.channels_last)
         prov["layout"] = "NHWC (channels_last) for the depthwise_nhwc rows (column layout)"
+    if "conv_nhwc" in a.sections.split(","):
+        prov["layout"] = "NHWC (channels_last) for the conv_nhwc rows (column layout)"
     json.dump(prov, open(os.path.join(a.out, "provenance.json"), "w"), indent=1)
     t_start = time.time()
     gemm_f = open(os.path.join(a.out, "gemm.csv"), "w", newline="")
     conv_f = open(os.path.join(a.out, "conv2d.csv"), "w", newline="")
     gw, cw = csv.writer(gemm_f), csv.writer(conv_f)
     gw.writerow(GEMM_COLS)
-    cw.writerow(CONV_COLS + (["layout"] if "depthwise_nhwc" in a.sections.split(",") else []))
+    nhwc_run = "depthwise_nhwc" in a.sections.split(",") or "conv_nhwc" in a.sections.split(",")
+    cw.writerow(CONV_COLS + (["layout"] if nhwc_run else []))
     skipped = open(os.path.join(a.out, "skipped.csv"), "w")
     skipped.write("section,shape,mode,error\n")
     spent_before = 0.0
@@ -371,6 +387,12 @@ def main():
                     n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15]))
         elif sec == "depthwise_nhwc":  # alone in a run: its rows carry a layout column
             for s in depthwise_shapes(rng):
+                for m in ["bf16", "fp32"]:
+                    if time.time() > deadline:
+                        break
+                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15], "nhwc"))
+        elif sec == "conv_nhwc":  # alone in a run: its rows carry a layout column
+            for s in conv_nhwc_shapes(rng):
                 for m in ["bf16", "fp32"]:
                     if time.time() > deadline:
                         break
