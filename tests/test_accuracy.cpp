@@ -155,9 +155,14 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // session): compile 7.1% -> 8.1%. resnet50 moves to within 7% and resnet18 within 5% where the GPU
   // paces, while vgg16 (+3.9..+7.3% -> +9.6..+12.6%) shows what its over-priced NHWC convolutions
   // had hidden: 10.6 ms against 8.8 ms of cuDNN kernels in its b64 profile.
+  // The H200's NHWC predictors retrained on PyTorch's own channels_last convolutions (kernels_conv_nhwc,
+  // same session; held-out kernels 6.9-9.8% -> 4.9-7.2% MAPE, bias +-11% -> +-2%): the convolutions of
+  // the compiled resnet18 b256 profile priced 3.6% over instead of 23%, and what they had covered shows:
+  // its generated kernels and copies take 7.1 ms where dtsim prices 5.0. gpu2 5.8% -> 6.4%, compile
+  // 8.1% -> 9.4% (vgg16 +3..+13% -> 0..+4%, resnet18 -4% -> -13%).
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.06}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.065},
-                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.06},
-                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.085}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.065},
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.095}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
@@ -171,7 +176,8 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // multi-tensor launches (twentieth session) 6.7%: the compiled steps are under-priced by what the
   // optimizer's 1.1-10.7x over-pricing had covered. The worst, resnet50 b256 -15.7%, lacked the 18
   // direct_copy_kernel copies of its profile (4.6 ms); priced since (twenty-first session, the copies of
-  // the DDP graph's cut): 6.3% median, resnet50 b256 -6.3%, the worst vgg16 b64 +12.6%.
+  // the DDP graph's cut): 6.3% median, resnet50 b256 -6.3%, the worst vgg16 b64 +12.6%. With the
+  // retrained NHWC predictors (above): 5.9%, the worst resnet18 b256 -14.3% (its generated kernels).
   const auto compiled = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
   std::vector<double> paced;
   for (const auto& r : compiled)
@@ -182,7 +188,7 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   REQUIRE(paced.size() == 5);
   std::sort(paced.begin(), paced.end());
   CHECK(paced[2] <= 0.065);
-  CHECK(paced.back() <= 0.13);
+  CHECK(paced.back() <= 0.145);
 }
 
 TEST_CASE("accuracy: PyTorch transformer runs (issue 25), as reached") {
