@@ -379,24 +379,14 @@ def main():
                         continue
                     n += record(sec, (b, fin, fout), m, gw, gemm_f, skipped,
                                 lambda: gemm_rows(b, fin, fout, m, src, gemm_split(b, fin, fout)))
-        elif sec == "depthwise":
-            for s in depthwise_shapes(rng):
+        elif sec in ("depthwise", "depthwise_nhwc", "conv_nhwc"):  # the nhwc ones alone in a run: their rows carry a layout column
+            shapes = conv_nhwc_shapes(rng) if sec == "conv_nhwc" else depthwise_shapes(rng)
+            layout = "nhwc" if sec.endswith("_nhwc") else "nchw"
+            for s in shapes:
                 for m in ["bf16", "fp32"]:
                     if time.time() > deadline:
                         break
-                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15]))
-        elif sec == "depthwise_nhwc":  # alone in a run: its rows carry a layout column
-            for s in depthwise_shapes(rng):
-                for m in ["bf16", "fp32"]:
-                    if time.time() > deadline:
-                        break
-                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15], "nhwc"))
-        elif sec == "conv_nhwc":  # alone in a run: its rows carry a layout column
-            for s in conv_nhwc_shapes(rng):
-                for m in ["bf16", "fp32"]:
-                    if time.time() > deadline:
-                        break
-                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15], "nhwc"))
+                    n += record(sec, s[:14], m, cw, conv_f, skipped, lambda: conv_rows(*s[:14], m, s[14], s[15], layout))
         elif sec == "conv":
             for s in conv_shapes(rng):
                 for m in ["bf16", "fp32", "fp16"]:
