@@ -53,6 +53,17 @@ struct MultiTensorOptimizer {
   std::map<std::string, std::vector<MultiTensorPass>> passes;  // by optimizer: sgd, adamw, adam
 };
 
+// torch.compile's generated pooling kernels (sim/compiled_pool.hpp prices them): the SMs' issue
+// cost per element, and the share of the memory bandwidth they stream at where bytes bound them.
+struct CompiledPoolCost {
+  double window_cycles = 0;  // SM cycles per window element (forward: output x window; backward: input x candidates)
+  double input_cycles = 0;   // SM cycles per input element
+};
+struct CompiledPooling {
+  double bandwidth_fraction = 0;  // 0: not modelled (the pooling's kernels priced as the compute model does)
+  std::map<std::string, CompiledPoolCost> cost;  // by "max/fwd", "max/bwd", "avg/fwd", "avg/bwd"
+};
+
 // What the program that drives training costs the host (and its own kernels cost the GPU): the part
 // of a cluster's framework section that a framework profile (configs/frameworks, sim/framework.hpp)
 // replaces.
@@ -98,6 +109,10 @@ struct FrameworkHostCosts {
   // The copies stream at this fraction of the GPU's memory bandwidth (read plus write); 0: not
   // modelled. Eager steps and a model in one bucket have none.
   double compiled_ddp_split_copy_bandwidth_fraction = 0;
+  // Under torch.compile a max or average pooling with a window runs as a generated kernel of its own,
+  // not fused with the elementwise layers around it (workload/kernels.cpp), at the issue rate of its
+  // window elements rather than its bytes.
+  CompiledPooling compiled_pooling;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

@@ -61,6 +61,25 @@ MultiTensorOptimizer parse_multi_tensor(JsonObject o) {
   o.reject_unknown();
   return m;
 }
+// "compiled_pooling": torch.compile's pooling kernels (sim/compiled_pool.hpp).
+CompiledPooling parse_compiled_pooling(JsonObject o) {
+  CompiledPooling p;
+  p.bandwidth_fraction = o.number("bandwidth_fraction", 0.01, 1);
+  JsonObject cost = o.object("sm_cycles_per_element");
+  for (const char* key : {"max/fwd", "max/bwd", "avg/fwd", "avg/bwd"}) {
+    if (!cost.has(key)) continue;
+    JsonObject c = cost.object(key);
+    CompiledPoolCost e;
+    e.window_cycles = c.number("window", 0, 1e4);
+    e.input_cycles = c.number("input", 0, 1e4);
+    c.reject_unknown();
+    p.cost[key] = e;
+  }
+  cost.reject_unknown();
+  o.str_or("note", "");
+  o.reject_unknown();
+  return p;
+}
 }  // namespace
 
 FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
@@ -89,6 +108,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
     f.compiled_ddp_split_copy_bandwidth_fraction = split.number("bandwidth_fraction", 0.01, 1);
     split.reject_unknown();
   }
+  if (o.has("compiled_pooling")) f.compiled_pooling = parse_compiled_pooling(o.object("compiled_pooling"));
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

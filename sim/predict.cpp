@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "sim/compiled_pool.hpp"
 #include "sim/multi_tensor.hpp"
 #include "sim/strategies/data_parallel.hpp"
 
@@ -38,8 +39,8 @@ namespace {
 // their measured time ratio longer (FrameworkSpec::kernel_time_factors).
 class FrameworkKernels : public ComputeModel {
  public:
-  FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw, double memory_bandwidth_Bps)
-      : inner_(std::move(inner)), fw_(fw), memory_bandwidth_Bps_(memory_bandwidth_Bps) {}
+  FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw, const GpuSpec& gpu)
+      : inner_(std::move(inner)), fw_(fw), gpu_(gpu), memory_bandwidth_Bps_(gpu.memory_bandwidth_Bps) {}
   std::string name() const override { return inner_->name(); }
   std::string note() const override {
     if (fw_.kernel_time_factors.empty()) return inner_->note();
@@ -47,6 +48,7 @@ class FrameworkKernels : public ComputeModel {
   }
   KernelTime time(const KernelDesc& k) const override {
     if (auto t = update_time(k)) return *t;
+    if (auto t = compiled_pool_time(fw_.compiled_pooling, k, gpu_)) return *t;
     KernelTime t = inner_->time(k);
     t.seconds *= factor(k);
     return t;
@@ -55,6 +57,7 @@ class FrameworkKernels : public ComputeModel {
     inner_->times(ks, out);
     for (size_t i = 0; i < ks.size(); ++i) {
       if (auto t = update_time(ks[i])) out[i] = *t;
+      else if (auto p = compiled_pool_time(fw_.compiled_pooling, ks[i], gpu_)) out[i] = *p;
       else out[i].seconds *= factor(ks[i]);
     }
   }
@@ -93,6 +96,7 @@ class FrameworkKernels : public ComputeModel {
   }
   std::unique_ptr<ComputeModel> inner_;
   FrameworkSpec fw_;
+  GpuSpec gpu_;
   double memory_bandwidth_Bps_;
 };
 
@@ -101,7 +105,7 @@ class FrameworkKernels : public ComputeModel {
 std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c) {
   auto m = make_compute_model(name, c.gpu);
   // Always wrapped: Adam's updates are priced from SGD's even without a framework's tables.
-  return std::make_unique<FrameworkKernels>(std::move(m), c.framework, c.gpu.memory_bandwidth_Bps);
+  return std::make_unique<FrameworkKernels>(std::move(m), c.framework, c.gpu);
 }
 
 StepMode parse_step_mode(const StepModeNames& names) {

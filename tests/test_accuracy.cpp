@@ -160,9 +160,12 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // the compiled resnet18 b256 profile priced 3.6% over instead of 23%, and what they had covered shows:
   // its generated kernels and copies take 7.1 ms where dtsim prices 5.0. gpu2 5.8% -> 6.4%, compile
   // 8.1% -> 9.4% (vgg16 +3..+13% -> 0..+4%, resnet18 -4% -> -13%).
+  // torch.compile's pooling as kernels of its own at their window-element issue rate, and the generated
+  // kernels' factors refitted per kind on the resnet50 profiles (pointwise 1.03/1.02, reductions
+  // 1.58/2.53; twenty-second session, validation/scripts/inductor_kernel_fit.py): compile 9.4% -> 3.1%.
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.06}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.065},
                         Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.065},
-                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.095}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.035}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
@@ -178,6 +181,7 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // direct_copy_kernel copies of its profile (4.6 ms); priced since (twenty-first session, the copies of
   // the DDP graph's cut): 6.3% median, resnet50 b256 -6.3%, the worst vgg16 b64 +12.6%. With the
   // retrained NHWC predictors (above): 5.9%, the worst resnet18 b256 -14.3% (its generated kernels).
+  // With the compiled pooling kernels and the refitted factors (above): 2.6%, the worst resnet50 b256 -4.4%.
   const auto compiled = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
   std::vector<double> paced;
   for (const auto& r : compiled)
@@ -187,8 +191,8 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
         paced.push_back(std::fabs(r.error));
   REQUIRE(paced.size() == 5);
   std::sort(paced.begin(), paced.end());
-  CHECK(paced[2] <= 0.065);
-  CHECK(paced.back() <= 0.145);
+  CHECK(paced[2] <= 0.03);
+  CHECK(paced.back() <= 0.05);
 }
 
 TEST_CASE("accuracy: PyTorch transformer runs (issue 25), as reached") {

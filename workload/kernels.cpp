@@ -14,6 +14,12 @@ const char* intern_variant(const std::string& name) {
   return names.insert(name).first->c_str();
 }
 
+bool is_compiled_pool(const KernelDesc& k) {
+  if (k.kind != KernelKind::Pool) return false;
+  const std::string v = k.variant;
+  return v == kInductorMaxPool || v == kInductorAvgPool;
+}
+
 bool pytorch_runs_native_depthwise(const KernelDesc& k) {
   const int64_t channels = k.shape[1], groups = k.shape[13];
   return k.kind == KernelKind::Conv2d && groups > 1 && groups == channels && k.format == MemoryFormat::Contiguous &&
@@ -449,6 +455,7 @@ struct Lowering {
       pad = 0;
     }
     const char* mode = l.op == Op::MaxPool2d ? "max" : "avg";
+    if (compiled_pool(l)) mode = l.op == Op::MaxPool2d ? kInductorMaxPool : kInductorAvgPool;
     std::initializer_list<int64_t> sh = {n, x.c, x.h, x.w, r, s, st, pad, l.out.h, l.out.w};
     out.forward.push_back(kernel(KernelKind::Pool, Pass::Fwd, li, sh, mode));
     bw.push_back(kernel(KernelKind::Pool, Pass::Bwd, li, sh, mode));
@@ -667,9 +674,11 @@ struct Lowering {
     std::vector<KernelDesc> bw;  // this layer's backward kernels, in execution order
     layer_kernels(li, input_needs_grad, bw);
     if (!requires_grad[li]) return;  // no gradient flows here: no backward kernels
-    // A tensor read by k layers gets k-1 gradient accumulations before its producer's backward.
+    // A tensor read by k layers gets k-1 gradient accumulations before its producer's backward; a
+    // compiled pooling's backward kernel sums them itself (torch.profiler, compiled resnet50 b256 on one
+    // H200: the stem pooling's backward kernel fuses the residual gradient's add).
     const int64_t out_el = n * l.out.elements();
-    for (int c = 1; c < l.consumers; ++c) grad_accum[li].push_back(kernel(KernelKind::Add, Pass::Bwd, li, {out_el, 2}));
+    for (int c = 1; c < l.consumers && !compiled_pool(l); ++c) grad_accum[li].push_back(kernel(KernelKind::Add, Pass::Bwd, li, {out_el, 2}));
     pending_backward[li] = std::move(bw);
   }
 
@@ -684,6 +693,17 @@ struct Lowering {
   // (validation/data/h100-sxm/pytorch_modes/profiles, docs/training-modes.md).
   // A transformer's layernorms fuse the same way with the residual adds and dropouts around them (one
   // reduction per layernorm, as per batchnorm); attention, embeddings and matmuls stay as they are.
+  // A max or average pooling with a window runs under Inductor as a generated kernel of its own: the
+  // layers in front write their output and the pooling reads it (torch.profiler, compiled resnet18 and
+  // resnet50 b256 on one H200: the stem's pooling as triton_poi_fused_max_pool2d_with_indices kernels,
+  // forward and backward, beside the batchnorm-ReLU ones; validation/data/h200-sxm/pytorch_modes/
+  // compiled_pool). A global (adaptive) average pooling is a reduction and fuses as before.
+  bool compiled_pool(const Layer& l) const {
+    return inductor_compiled(mode.execution) && (l.op == Op::MaxPool2d || l.op == Op::AvgPool2d) && l.kh * l.kw > 1;
+  }
+
+  bool fusable(const Layer& l) const { return fusable(l.op) && !compiled_pool(l); }
+
   static bool fusable(Op op) {
     switch (op) {
       case Op::BatchNorm2d: case Op::Activation: case Op::Add: case Op::MaxPool2d: case Op::AvgPool2d:
@@ -696,6 +716,10 @@ struct Lowering {
     int64_t inputs_el = 0, outputs_el = 0, batchnorm_el = 0;
     int batchnorms = 0;
     int first = -1;
+    // Only compiled poolings read what the run writes: without a batchnorm its backward (a ReLU's
+    // threshold_backward) joins the pooling's backward kernel (torch.profiler, compiled vgg16 b64 on
+    // one H200: triton_poi_fused_max_pool2d_with_indices_max_pool2d_with_indices_backward_threshold_backward).
+    bool only_pools_read = true;
   };
 
   // Runs of consecutive fusable layers: run[li] is the layer's run index or -1.
@@ -704,8 +728,8 @@ struct Lowering {
     run.assign(L, -1);
     std::vector<FusedRun> runs;
     for (int i = 0; i < L; ++i) {
-      if (!fusable(g.layers[i].op)) continue;
-      if (i == 0 || run[i - 1] < 0) runs.push_back(FusedRun{0, 0, 0, 0, i});
+      if (!fusable(g.layers[i])) continue;
+      if (i == 0 || run[i - 1] < 0) runs.push_back(FusedRun{0, 0, 0, 0, i, true});
       run[i] = static_cast<int>(runs.size()) - 1;
     }
     std::vector<std::vector<int>> readers(L);
@@ -726,6 +750,9 @@ struct Lowering {
       }
       bool read_outside = readers[i].empty();
       for (int c : readers[i]) read_outside = read_outside || run[c] != run[i];
+      for (int c : readers[i])
+        if (run[c] != run[i] && !compiled_pool(g.layers[c])) r.only_pools_read = false;
+      if (readers[i].empty()) r.only_pools_read = false;
       if (read_outside) r.outputs_el += n * l.out.elements();
       if (l.op == Op::BatchNorm2d || l.op == Op::LayerNorm) r.batchnorms++, r.batchnorm_el += n * l.in[0].elements();
     }
@@ -736,6 +763,7 @@ struct Lowering {
   // Priced in the precision's activation type: Inductor's kernels mix the FP32 stream and 16-bit
   // tensors (and fuse the autocast casts), which the run's sums do not tell apart.
   void fused_kernels(const FusedRun& r, Pass pass, std::vector<KernelDesc>& to) const {
+    if (pass == Pass::Bwd && r.batchnorms == 0 && r.only_pools_read) return;  // in the pooling's backward kernel
     const int64_t per_bn = r.batchnorms > 0 ? r.batchnorm_el / r.batchnorms : 0;
     for (int b = 0; b < r.batchnorms; ++b)  // statistics (fwd) or weight and bias gradients (bwd)
       to.push_back(kernel(KernelKind::Eltwise, pass, r.first, {pass == Pass::Fwd ? per_bn : 2 * per_bn, 0}, "inductor_reduction", false));
@@ -771,7 +799,7 @@ struct Lowering {
       const bool bias = k.kind == KernelKind::Eltwise && k.layer >= 0;
       if (bias && std::string(k.variant) == "bias_add" && absorbed[k.layer]) continue;
       if (bias && std::string(k.variant) == "bias_grad") {
-        fused.push_back(kernel(KernelKind::Eltwise, pass, k.layer, {k.shape[0], k.shape[1]}, "inductor_reduction", false));
+        fused.push_back(kernel(KernelKind::Eltwise, pass, k.layer, {k.shape[0], k.shape[1]}, "inductor_bias_grad", false));
         continue;
       }
       const int r = k.layer >= 0 && k.layer < static_cast<int>(run.size()) ? run[k.layer] : -1;

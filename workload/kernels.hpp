@@ -99,6 +99,12 @@ struct KernelDesc {
 // (aten's use_cudnn_depthwise: cuDNN only for fp16 or channels_last tensors), not by cuDNN.
 inline constexpr const char* kNativeDepthwise = "native_depthwise";
 
+// The pool variants of a pooling with a window under torch.compile: a generated kernel of its own,
+// not fused with the elementwise layers around it (FrameworkSpec::compiled_pooling prices it).
+inline constexpr const char* kInductorMaxPool = "inductor_max";
+inline constexpr const char* kInductorAvgPool = "inductor_avg";
+bool is_compiled_pool(const KernelDesc& k);
+
 // Whether PyTorch runs this convolution with its native depthwise kernels: groups equal to the input
 // channels (more than one), contiguous tensors, math other than fp16.
 bool pytorch_runs_native_depthwise(const KernelDesc& k);
