@@ -161,7 +161,8 @@ def build_step(name, device, memory_format, optimizer, execution, lr):
     if name in transformer_models.LANGUAGE_MODELS:
         model = transformer_models.build(name).to(device)
     else:
-        kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+        # Without the auxiliary heads, as dtsim's zoo defines them (configs/models/googlenet.json, inception_v3.json).
+        kw = {"aux_logits": False, "init_weights": False} if name in ("inception_v3", "googlenet") else {}
         model = getattr(torchvision.models, name)(num_classes=1000, **kw).to(device)
     if memory_format == "channels_last":
         model = model.to(memory_format=torch.channels_last)
@@ -284,7 +285,7 @@ def run_config(rank, world, name, batch, prec, a, mode=("contiguous", "sgd", "ea
             **({"model_source": f"validation/pytorch/transformer_models.py build('{name}')", "sequence_length": seq_len,
                 "throughput_tokens_per_s": sig4(world * batch * seq_len / statistics.median(slow))} if language else
                {"torchvision_model": f"torchvision.models.{name}(num_classes=1000"
-                                     f"{', aux_logits=False, init_weights=False' if name == 'inception_v3' else ''})"}),
+                                     f"{', aux_logits=False, init_weights=False' if name in ('inception_v3', 'googlenet') else ''})"}),
             "batch_per_gpu": batch, "gpus": world, "nodes": -(-world // a.gpus_per_node),
             "gpus_per_node": min(world, a.gpus_per_node),
             "precision": prec,
