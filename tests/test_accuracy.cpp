@@ -162,10 +162,13 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // 8.1% -> 9.4% (vgg16 +3..+13% -> 0..+4%, resnet18 -4% -> -13%).
   // torch.compile's pooling as kernels of its own at their window-element issue rate, and the generated
   // kernels' factors refitted per kind on the resnet50 profiles (pointwise 1.03/1.02, reductions
-  // 1.58/2.53; twenty-second session, validation/scripts/inductor_kernel_fit.py): compile 9.4% -> 3.1%.
+  // 1.58/2.53; twenty-second session, validation/scripts/inductor_kernel_fit.py): compile 9.4% -> 3.1%;
+  // with googlenet's two held-out runs (host-paced, -9.7% and -33%) 3.7% over 14. compile_fp32: 8 runs
+  // in fp32 that no fit saw (the factors are bf16's), 3.7% median, none above 4.7%.
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.06}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.065},
                         Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.065},
-                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 12, 0.035}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile", 14, 0.04},
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile_fp32", 8, 0.04}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
@@ -182,17 +185,26 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // the DDP graph's cut): 6.3% median, resnet50 b256 -6.3%, the worst vgg16 b64 +12.6%. With the
   // retrained NHWC predictors (above): 5.9%, the worst resnet18 b256 -14.3% (its generated kernels).
   // With the compiled pooling kernels and the refitted factors (above): 2.6%, the worst resnet50 b256 -4.4%.
-  const auto compiled = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
-  std::vector<double> paced;
-  for (const auto& r : compiled)
-    for (const auto& half : compiled)
-      if (half.run.model == r.run.model && 2 * half.run.batch_per_gpu == r.run.batch_per_gpu &&
-          r.run.iteration_s >= 1.6 * half.run.iteration_s)
-        paced.push_back(std::fabs(r.error));
+  const auto paced_errors = [](const char* folder) {
+    const auto compiled = validate_folder(folder);
+    std::vector<double> paced;
+    for (const auto& r : compiled)
+      for (const auto& half : compiled)
+        if (half.run.model == r.run.model && 2 * half.run.batch_per_gpu == r.run.batch_per_gpu &&
+            r.run.iteration_s >= 1.6 * half.run.iteration_s)
+          paced.push_back(std::fabs(r.error));
+    std::sort(paced.begin(), paced.end());
+    return paced;
+  };
+  const std::vector<double> paced = paced_errors("validation/data/h200-sxm/pytorch_modes/compile");
   REQUIRE(paced.size() == 5);
-  std::sort(paced.begin(), paced.end());
   CHECK(paced[2] <= 0.03);
   CHECK(paced.back() <= 0.05);
+  // fp32, held out (twenty-second session): the four larger batches, -4.6..+2.9%.
+  const std::vector<double> paced_fp32 = paced_errors("validation/data/h200-sxm/pytorch_modes/compile_fp32");
+  REQUIRE(paced_fp32.size() == 4);
+  CHECK((paced_fp32[1] + paced_fp32[2]) / 2 <= 0.04);
+  CHECK(paced_fp32.back() <= 0.05);
 }
 
 TEST_CASE("accuracy: PyTorch transformer runs (issue 25), as reached") {
