@@ -253,8 +253,10 @@ TEST_CASE("accuracy: transformer runs' peak memory, with the logits the training
 
 
 TEST_CASE("validate: runs replayed from CUDA graphs have no peak memory to compare (the graphs' pool is not counted)") {
-  const auto graphs = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
-  REQUIRE(graphs.size() == 12);
+  auto graphs = validate_folder("validation/data/h200-sxm/pytorch_modes/compile");
+  const auto fp32 = validate_folder("validation/data/h200-sxm/pytorch_modes/compile_fp32");
+  graphs.insert(graphs.end(), fp32.begin(), fp32.end());
+  REQUIRE(graphs.size() == 22);
   for (const auto& r : graphs) {
     INFO(r.run.file);
     CHECK(r.run.peak_allocated_bytes > 0);  // the file has a count, too low to be the step's
