@@ -168,7 +168,10 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.06}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.065},
                         Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.065},
                         Case{"validation/data/h200-sxm/pytorch_modes/compile", 14, 0.04},
-                        Case{"validation/data/h200-sxm/pytorch_modes/compile_fp32", 8, 0.04}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile_fp32", 8, 0.04},
+                        // eager channels_last on one H200 at a batch and its double, held out (twenty-second
+                        // session): 3.8% over 24, SGD where the GPU paces 2.5%; AdamW's host-paced b128 -21..-45%
+                        Case{"validation/data/h200-sxm/pytorch_modes/channels_last", 24, 0.04}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
