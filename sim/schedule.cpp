@@ -17,6 +17,8 @@ std::string framework_kernel_key(const KernelDesc& k) {
   // bf16 ratios off it.
   if (k.kind == KernelKind::BatchNorm && k.math == MathMode::FP16) key.replace(key.rfind("/bf16"), 5, "/fp16");
   if ((k.kind == KernelKind::Eltwise || k.kind == KernelKind::Add) && *k.variant) key += std::string("/") + k.variant;
+  // adam_update/update/fp32/adamw: AdamW's and Adam's steps cost the host more than SGD's (host_cost_s).
+  if (k.kind == KernelKind::AdamUpdate && *k.variant) key += std::string("/") + k.variant;
   // PyTorch's native pooling is faster than cuDNN's on some windows and several times slower on others
   // (validation/data/h100-sxm/op_times: average 2x2/s2 backward 4.2x, max 3x3/s2/p1 backward 0.8x).
   if (k.kind == KernelKind::Pool && k.shape[4] == k.shape[5])
