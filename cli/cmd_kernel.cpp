@@ -36,7 +36,7 @@ class KernelCommand : public Command {
                   "eltwise read,written (elements); layernorm rows,features; attention N,heads,T,head_dim,causal (0 or 1, default 0); "
                   "embedding rows,dim,num_embeddings")
         ->required();
-    c->add_option("--variant", variant_, "activation: relu (default), relu6, gelu, gelu_tanh, ...; pool: max (default) or avg; concat: slice (one input's copy into its slice, as the harness runs it); conv2d: native_depthwise (PyTorch's own depthwise kernels, fp32/bf16 contiguous; default cuDNN's); adam_update: adamw (default) "
+    c->add_option("--variant", variant_, "activation: relu (default), relu6, gelu, gelu_tanh, ...; pool: max (default) or avg, inductor_max or inductor_avg (torch.compile's own pooling kernels, priced by --framework's compiled_pooling); concat: slice (one input's copy into its slice, as the harness runs it); conv2d: native_depthwise (PyTorch's own depthwise kernels, fp32/bf16 contiguous; default cuDNN's); adam_update: adamw (default) "
                   "or adam; eltwise: the lowering's name (bias_add, bias_grad, ...), which framework profiles key on");
     c->add_option("--framework", framework_,
                   "Price the kernel as this framework runs it (configs/frameworks: " + join_names(framework_presets()) +
@@ -60,6 +60,8 @@ class KernelCommand : public Command {
     ClusterSpec c;
     c.gpu = load_gpu_flag(gpu_);
     if (!framework_.empty()) c = apply_framework(c, load_framework(framework_));
+    if (is_compiled_pool(k) && c.framework.compiled_pooling.bandwidth_fraction <= 0)
+      throw InputError("--variant", std::string(k.variant) + " is priced by a framework profile's compiled_pooling: give --framework pytorch (or a profile that has it)");
     // A depthwise convolution the framework runs on its own kernels is priced as those, as in predict.
     if (c.framework.depthwise_conv_native && pytorch_runs_native_depthwise(k)) k.variant = kNativeDepthwise;
     const GpuSpec& gpu = c.gpu;

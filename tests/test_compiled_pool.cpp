@@ -13,6 +13,7 @@
 #include "sim/compiled_pool.hpp"
 #include "sim/framework.hpp"
 #include "sim/predict.hpp"
+#include "workload/kernel_spec.hpp"
 #include "workload/kernels.hpp"
 #include "workload/model_json.hpp"
 
@@ -162,4 +163,30 @@ TEST_CASE("compiled pooling: a profile's table is checked") {
   CHECK_THROWS_WITH(parse(R"({"bandwidth_fraction":0.9,"sm_cycles_per_element":{"min/fwd":{"window":1,"input":0}}})"), Catch::Contains("min/fwd"));
   CHECK_THROWS_WITH(parse(R"({"bandwidth_fraction":0.9,"sm_cycles_per_element":{"max/fwd":{"window":1}}})"), Catch::Contains("input"));
   CHECK_THROWS_WITH(parse(R"({"bandwidth_fraction":0.9})"), Catch::Contains("sm_cycles_per_element"));
+}
+
+TEST_CASE("compiled pooling: dtsim kernel prices one as a prediction does") {
+  // Every compiled pooling of resnet18 and googlenet, spelled as `dtsim kernel --kind pool --variant
+  // inductor_max --framework pytorch`, costs what the prediction charges.
+  const ClusterSpec c = apply_framework(load_cluster("h200-sxm"), load_framework("pytorch"));
+  const auto model = cluster_compute_model("auto", c);
+  int checked = 0;
+  for (const char* name : {"resnet18", "googlenet"}) {
+    const IterationKernels it = lower_iteration(load_model(name), 64, Precision::BF16, compiled_mode());
+    for (const auto* list : {&it.forward, &it.backward})
+      for (const KernelDesc& k : *list) {
+        if (!is_compiled_pool(k)) continue;
+        const auto& s = k.shape;
+        const std::string shape = "N=" + std::to_string(s[0]) + ",C=" + std::to_string(s[1]) + ",H=" + std::to_string(s[2]) + ",W=" +
+                                  std::to_string(s[3]) + ",R=" + std::to_string(s[4]) + ",S=" + std::to_string(s[5]) +
+                                  ",stride=" + std::to_string(s[6]) + ",pad=" + std::to_string(s[7]);
+        const KernelDesc spec = parse_kernel_spec({"pool", k.pass == Pass::Fwd ? "fwd" : "bwd", "bf16", shape, k.variant});
+        INFO(name << " " << shape);
+        if (spec.shape != k.shape) continue;  // ceil_mode poolings: the spelled shape's output floors
+        CHECK(model->time(spec).seconds == Approx(model->time(k).seconds).epsilon(1e-12));
+        ++checked;
+      }
+  }
+  CHECK(checked >= 4);
+  CHECK_THROWS_WITH(parse_kernel_spec({"pool", "fwd", "bf16", "N=1,C=1,H=4,W=4,R=2,S=2", "inductor_min"}), Catch::Contains("--variant"));
 }

@@ -97,7 +97,12 @@ void pool_shape(ShapeFields& f, const std::string& variant, KernelDesc& k) {
   int64_t R = f.get("R"), S = f.get("S"), st = f.get("stride", R), pad = f.get("pad", 0), H = f.get("H"), W = f.get("W");
   if (st < 1 || H + 2 * pad < R || W + 2 * pad < S) throw InputError("--shape", "pool window larger than the padded input, or stride < 1");
   k.shape = {f.get("N"), f.get("C"), H, W, R, S, st, pad, (H + 2 * pad - R) / st + 1, (W + 2 * pad - S) / st + 1};
-  if (variant != "" && variant != "avg" && variant != "max") throw InputError("--variant", "pool takes max or avg");
+  // inductor_max, inductor_avg: torch.compile's own pooling kernels (FrameworkSpec::compiled_pooling).
+  if (variant == kInductorMaxPool || variant == kInductorAvgPool) {
+    k.variant = variant == kInductorMaxPool ? kInductorMaxPool : kInductorAvgPool;
+    return;
+  }
+  if (variant != "" && variant != "avg" && variant != "max") throw InputError("--variant", "pool takes max, avg, inductor_max or inductor_avg");
   k.variant = variant == "avg" ? "avg" : "max";
 }
 
