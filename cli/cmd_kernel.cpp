@@ -64,6 +64,7 @@ class KernelCommand : public Command {
       throw InputError("--variant", std::string(k.variant) + " is priced by a framework profile's compiled_pooling: give --framework pytorch (or a profile that has it)");
     // A depthwise convolution the framework runs on its own kernels is priced as those, as in predict.
     if (c.framework.depthwise_conv_native && pytorch_runs_native_depthwise(k)) k.variant = kNativeDepthwise;
+    if (c.framework.batchnorm_native_bf16 && pytorch_runs_native_batchnorm(k)) k.variant = kNativeBatchnorm;
     const GpuSpec& gpu = c.gpu;
     auto model = cluster_compute_model(model_, c);
     KernelTime t = model->time(k);

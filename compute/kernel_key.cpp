@@ -35,6 +35,8 @@ std::string predictor_key(const KernelDesc& k) {
   // conv2d/fwd/bf16/native_depthwise: a depthwise convolution PyTorch runs with its own kernels
   // (conv_depthwise2d_*), not cuDNN's (FrameworkSpec::depthwise_conv_native).
   if (k.kind == KernelKind::Conv2d && *k.variant) key += std::string("/") + k.variant;
+  // batchnorm/fwd/bf16/native: PyTorch's own bf16 batchnorm kernels (FrameworkSpec::batchnorm_native_bf16).
+  if (k.kind == KernelKind::BatchNorm && *k.variant) key += std::string("/") + k.variant;
   return key;
 }
 

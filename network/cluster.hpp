@@ -99,6 +99,10 @@ struct FrameworkHostCosts {
   // with the framework's own kernels, as PyTorch's conv_depthwise2d_* (aten's use_cudnn_depthwise),
   // priced by the conv2d/*/native_depthwise predictors; the harness runs every convolution on cuDNN.
   bool depthwise_conv_native = false;
+  // bf16 batchnorm on contiguous tensors runs with the framework's own kernels (PyTorch's
+  // batch_norm_collect_statistics / transform_input / backward kernels), priced by the
+  // batchnorm/*/bf16/native predictors; the harness and fp32/fp16 run cuDNN's.
+  bool batchnorm_native_bf16 = false;
   // In-place ReLU6 (hardtanh_, as torchvision builds it) under autograd: its backward reads the input
   // the clamp overwrites, so each forward first copies the input (a Memcpy DtoD of the whole tensor,
   // as long as the clamp itself in torch.profiler).

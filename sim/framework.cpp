@@ -102,6 +102,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.optimizer_update_fused = o.boolean_or("optimizer_update_fused", false);
   f.concat_copy_per_input = o.boolean_or("concat_copy_per_input", false);
   f.depthwise_conv_native = o.boolean_or("depthwise_conv_native", false);
+  f.batchnorm_native_bf16 = o.boolean_or("batchnorm_native_bf16", false);
   f.relu6_input_copy = o.boolean_or("relu6_input_copy", false);
   if (o.has("compiled_ddp_split_copies")) {
     JsonObject split = o.object("compiled_ddp_split_copies");

@@ -63,6 +63,7 @@ ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record
   opt.linear_bias_in_gemm = f.linear_bias_in_gemm;
   opt.concat_copy_per_input = f.concat_copy_per_input;
   opt.depthwise_conv_native = f.depthwise_conv_native;
+  opt.batchnorm_native_bf16 = f.batchnorm_native_bf16;
   opt.relu6_input_copy = f.relu6_input_copy;
   opt.compiled_ddp_split_copy_bandwidth_fraction = f.compiled_ddp_split_copy_bandwidth_fraction;
   opt.optimizer_update_fused = f.optimizer_update_fused;
@@ -378,6 +379,10 @@ static IterationKernels framework_kernels(const Graph& g, const IterationKernels
     for (std::vector<KernelDesc>* list : {&k.forward, &k.backward})
       for (KernelDesc& d : *list)
         if (pytorch_runs_native_depthwise(d)) d.variant = kNativeDepthwise;
+  if (opt.batchnorm_native_bf16)
+    for (std::vector<KernelDesc>* list : {&k.forward, &k.backward})
+      for (KernelDesc& d : *list)
+        if (pytorch_runs_native_batchnorm(d)) d.variant = kNativeBatchnorm;
   if (opt.linear_bias_in_gemm)
     k.forward.erase(std::remove_if(k.forward.begin(), k.forward.end(), [&](const KernelDesc& d) { return bias_in_gemm(g, d); }), k.forward.end());
   if (opt.relu6_input_copy) {
@@ -405,6 +410,7 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
   auto any_forward = [&](auto&& pred) { return std::any_of(all.forward.begin(), all.forward.end(), pred); };
   const bool changed = (opt.concat_copy_per_input && any_forward([](const KernelDesc& d) { return d.kind == KernelKind::Concat; })) ||
                        (opt.depthwise_conv_native && any_forward([](const KernelDesc& d) { return pytorch_runs_native_depthwise(d); })) ||
+                       (opt.batchnorm_native_bf16 && any_forward(pytorch_runs_native_batchnorm)) ||
                        (opt.linear_bias_in_gemm && any_forward([&](const KernelDesc& d) { return bias_in_gemm(g, d); })) ||
                        (opt.relu6_input_copy && any_forward(saves_relu6_input)) ||
                        split_copies(opt);

@@ -79,6 +79,7 @@ struct ScheduleOptions {
   double memory_bandwidth_Bps = 0;
   bool concat_copy_per_input = false;  // FrameworkSpec::concat_copy_per_input
   bool depthwise_conv_native = false;  // FrameworkSpec::depthwise_conv_native
+  bool batchnorm_native_bf16 = false;  // FrameworkSpec::batchnorm_native_bf16
   bool relu6_input_copy = false;  // FrameworkSpec::relu6_input_copy
   double compiled_ddp_split_copy_bandwidth_fraction = 0;  // FrameworkSpec's; 0: no copies
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast

@@ -165,15 +165,18 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // 1.58/2.53; twenty-second session, validation/scripts/inductor_kernel_fit.py): compile 9.4% -> 3.1%;
   // with googlenet's three held-out runs (b64 and b128 host-paced, -33% and -9.7%; b256 +4.9%) 4.2% over 15. compile_fp32: 8 runs
   // in fp32 that no fit saw (the factors are bf16's), 3.7% median, none above 4.7%.
-  for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.06}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.065},
-                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.065},
+  // PyTorch's own bf16 batchnorm kernels priced by per-shape predictors (batchnorm/*/bf16/native, same
+  // session; one factor per pass over cuDNN's had 43% / 18% MAPE on their shapes): H100 modes 4.5% ->
+  // 2.6%, gpu_bound 3.8% -> 2.7%, gpu2 6.4% -> 5.8%, the H200's contiguous twins 3.5% -> 2.3%.
+  for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.03}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.03},
+                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.06},
                         Case{"validation/data/h200-sxm/pytorch_modes/compile", 15, 0.045},
                         Case{"validation/data/h200-sxm/pytorch_modes/compile_fp32", 8, 0.04},
                         // eager channels_last on one H200 at a batch and its double, held out (twenty-second
                         // session): 3.8% over 24, SGD where the GPU paces 2.5%; AdamW's host-paced b128 -21..-45%
                         Case{"validation/data/h200-sxm/pytorch_modes/channels_last", 24, 0.04},
                         // and their contiguous twins (same session): 3.5% over 16
-                        Case{"validation/data/h200-sxm/pytorch_modes/contiguous", 16, 0.04}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/contiguous", 16, 0.025}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
@@ -276,7 +279,8 @@ TEST_CASE("accuracy: the channels_last / contiguous time ratio on one H200 where
   // pytorch_modes/channels_last and /contiguous (twenty-second session, held out): the same SGD
   // configurations in both layouts at a batch and its double. A pair counts where both runs are at
   // least 1.6 times their half-batch twin's time. The issue asks for 5%; reached: median 1.4%, max 5.2%
-  // (resnet50 b256 bf16, whose contiguous step is priced +7.1%).
+  // (resnet50 b256 bf16, whose contiguous step was priced +7.1%); 2.2% since PyTorch's own bf16 batchnorm
+  // has predictors of its own (batchnorm/*/bf16/native).
   const auto cl = validate_folder("validation/data/h200-sxm/pytorch_modes/channels_last");
   const auto ct = validate_folder("validation/data/h200-sxm/pytorch_modes/contiguous");
   const auto paced = [](const std::vector<ValidationRow>& rows, const ValidationRow& r) {
@@ -293,7 +297,7 @@ TEST_CASE("accuracy: the channels_last / contiguous time ratio on one H200 where
           a.run.mode.optimizer == b.run.mode.optimizer && paced(cl, a) && paced(ct, b)) {
         const double measured = a.run.iteration_s / b.run.iteration_s, predicted = a.predicted_s / b.predicted_s;
         INFO(a.run.model << " b" << a.run.batch_per_gpu << " " << a.run.precision << ": measured " << measured << ", predicted " << predicted);
-        CHECK(std::fabs(predicted / measured - 1) <= 0.055);
+        CHECK(std::fabs(predicted / measured - 1) <= 0.03);
         diffs.push_back(std::fabs(predicted / measured - 1));
       }
   REQUIRE(diffs.size() == 5);

@@ -9,6 +9,7 @@
 #include "sim/memory.hpp"
 #include "sim/predict.hpp"
 #include "sim/schedule.hpp"
+#include "compute/kernel_key.hpp"
 #include "study/validate.hpp"
 #include "study/study.hpp"
 #include "sim/framework.hpp"
@@ -214,4 +215,42 @@ TEST_CASE("a profile's host cost for AdamW's and Adam's updates is the one their
     CHECK(framework_host_cost_s(k, &fw.host_cost_s, fw.launch_overhead_s) == fw.host_cost_s.at(framework_kernel_key(k)));
     CHECK(framework_host_cost_s(k, &fw.host_cost_s, fw.launch_overhead_s) > fw.launch_overhead_s);
   }
+}
+
+TEST_CASE("PyTorch's bf16 batchnorm on contiguous tensors is priced by its own kernels' predictors") {
+  // PyTorch runs it with batch_norm_collect_statistics / transform_input / backward kernels, not
+  // cuDNN's (torch.profiler, mobilenet_v2 b256 on one H200); fp32 and fp16 contiguous, and channels_last,
+  // go elsewhere; the harness runs cuDNN's for all.
+  KernelDesc bn{KernelKind::BatchNorm, Pass::Fwd, MathMode::BF16, 0, {64, 64, 56, 56}, "", 0, 0};
+  set_cost(bn);
+  CHECK(pytorch_runs_native_batchnorm(bn));
+  bn.variant = kNativeBatchnorm;
+  CHECK(predictor_key(bn) == "batchnorm/fwd/bf16/native");
+  for (MathMode m : {MathMode::FP32, MathMode::FP16}) {
+    KernelDesc other = bn;
+    other.math = m;
+    CHECK_FALSE(pytorch_runs_native_batchnorm(other));
+  }
+  KernelDesc nhwc = bn;
+  nhwc.format = MemoryFormat::ChannelsLast;
+  CHECK_FALSE(pytorch_runs_native_batchnorm(nhwc));
+  // In a prediction: every bf16 contiguous batchnorm kernel of resnet18 under the pytorch profile is
+  // native, none under the harness's; and the shipped H100 predictors price them (mlp, not the roofline).
+  const Graph g = load_model("resnet18");
+  for (const char* fw : {"pytorch", "harness"}) {
+    const ClusterSpec c = apply_framework(load_cluster("h100-sxm"), load_framework(fw));
+    TrainingConfig cfg;
+    cfg.batch_per_gpu = 64;
+    cfg.precision = Precision::BF16;
+    cfg.record_kernels = true;
+    const Prediction p = predict(g, c, cfg);
+    int bns = 0, native = 0;
+    for (const KernelSpan& k : p.timeline.kernels)
+      if (k.kind == KernelKind::BatchNorm) ++bns, native += std::string(k.variant) == kNativeBatchnorm;
+    INFO(fw);
+    CHECK(bns == 2 * 20);
+    CHECK(native == (std::string(fw) == "pytorch" ? bns : 0));
+  }
+  const auto model = cluster_compute_model("auto", apply_framework(load_cluster("h100-sxm"), load_framework("pytorch")));
+  CHECK(model->time(bn).source == TimeSource::Mlp);
 }

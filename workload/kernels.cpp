@@ -14,6 +14,10 @@ const char* intern_variant(const std::string& name) {
   return names.insert(name).first->c_str();
 }
 
+bool pytorch_runs_native_batchnorm(const KernelDesc& k) {
+  return k.kind == KernelKind::BatchNorm && k.math == MathMode::BF16 && k.format == MemoryFormat::Contiguous;
+}
+
 bool is_compiled_pool(const KernelDesc& k) {
   if (k.kind != KernelKind::Pool) return false;
   const std::string v = k.variant;

@@ -105,6 +105,12 @@ inline constexpr const char* kInductorMaxPool = "inductor_max";
 inline constexpr const char* kInductorAvgPool = "inductor_avg";
 bool is_compiled_pool(const KernelDesc& k);
 
+// The batchnorm variant PyTorch runs with its own kernels (batch_norm_collect_statistics_kernel,
+// batch_norm_transform_input_kernel, batch_norm_backward_kernel): bf16 on contiguous tensors. fp32 and
+// fp16 go to cuDNN's (torch.profiler, mobilenet_v2 b256 on one H200), as channels_last goes to its own.
+inline constexpr const char* kNativeBatchnorm = "native";
+bool pytorch_runs_native_batchnorm(const KernelDesc& k);
+
 // Whether PyTorch runs this convolution with its native depthwise kernels: groups equal to the input
 // channels (more than one), contiguous tensors, math other than fp16.
 bool pytorch_runs_native_depthwise(const KernelDesc& k);

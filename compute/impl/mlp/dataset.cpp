@@ -238,6 +238,8 @@ std::vector<Sample> read_kernel_csv(const std::string& path) {
     s.pytorch_native_depthwise = col.count("algo") && r.str("algo") == "torch" && pytorch_runs_native_depthwise(k);
     // PyTorch's own conv_depthwise2d kernels, not cuDNN's: their own predictors (compute/kernel_key.cpp).
     if (s.pytorch_native_depthwise) s.kernel.variant = kNativeDepthwise;
+    // PyTorch's own bf16 batchnorm timed alone (op_times_to_kernels.py --layout nchw): impl torch_native.
+    if (col.count("impl") && r.str("impl") == "torch_native" && pytorch_runs_native_batchnorm(k)) s.kernel.variant = kNativeBatchnorm;
     s.key = predictor_key(s.kernel);
     if (!s.key.empty()) out.push_back(std::move(s));
   }
