@@ -12,6 +12,13 @@ the host time of the forward, backward and optimizer step is read with perf_coun
 phase, and the difference between the two depths divided by the number of extra layers is the host
 time one more such layer costs, whatever the iteration's fixed costs. fp32 and bf16 autocast.
 
+--optimizer adamw|adam prices the step with that torch.optim optimizer (foreach, as PyTorch's default)
+instead of SGD with momentum. --compile wraps the DDP module in torch.compile (default mode: Inductor,
+no CUDA graphs; the warm-up iterations compile it), so the differences are the host time of one more
+layer's generated kernels and library calls as the compiled wrapper issues them; the kind
+conv_bn_relu (a convolution, batchnorm and ReLU, the block Inductor fuses around) is meant for it,
+and measured eager as well it is the comparison.
+
 Writes JSON: {"layers": {"conv": {"fp32": {"fwd_s": .., "bwd_s": .., "step_s": ..}, "bf16": {..}}, ..},
 "provenance": {..}}. dtsim's framework profile turns it into per-kernel host costs
 (validation/scripts/host_cost_profile.py).
@@ -112,16 +119,28 @@ def layer(kind):
         "attention": lambda: SdpaHeads(),
         "mha": lambda: Mha(),
         "linear_cast": lambda: LinearFp32Out(),
+        "conv_bn_relu": lambda: nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()),
     }[kind]()
 
 
-def measure(kind, depth, prec, iters, warmup, device):
+def make_optimizer(name, params):
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3, weight_decay=1e-2)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3)
+    return torch.optim.SGD(params, lr=1e-3, momentum=0.9, weight_decay=1e-4)
+
+
+def measure(kind, depth, prec, iters, warmup, device, optimizer="sgd", compiled=False):
     # A first layer with parameters keeps autograd running through parameter-free chains (relu, pool).
     seq = kind in SEQUENCE_KINDS
     first = nn.Linear(64, 64) if kind == "linear" or seq else nn.Conv2d(8, 8, 1)
     model = nn.Sequential(first, *[layer(kind) for _ in range(depth)]).to(device)
     ddp = DDP(model, device_ids=[device.index])
-    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3, momentum=0.9, weight_decay=1e-4)
+    opt = make_optimizer(optimizer, ddp.parameters())
+    if compiled:
+        torch._dynamo.reset()  # each depth compiles afresh
+        ddp = torch.compile(ddp)
     x = torch.randn((1, 16, 64) if seq else (1, 64) if kind == "linear" else (1, 8, 8, 8), device=device)
     fwd, bwd, step = [], [], []
     for it in range(warmup + iters):
@@ -154,9 +173,9 @@ def run(rank, a):
     out = {"layers": {}}
     for kind in a.kinds.split(","):
         out["layers"][kind] = {}
-        for prec in ("fp32", "bf16"):
-            s = measure(kind, a.shallow, prec, a.iters, a.warmup, device)
-            d = measure(kind, a.deep, prec, a.iters, a.warmup, device)
+        for prec in a.precisions.split(","):
+            s = measure(kind, a.shallow, prec, a.iters, a.warmup, device, a.optimizer, a.compile)
+            d = measure(kind, a.deep, prec, a.iters, a.warmup, device, a.optimizer, a.compile)
             n = a.deep - a.shallow
             per = {k: (dv - sv) / n for k, sv, dv in zip(("fwd_s", "bwd_s", "step_s"), s, d)}
             out["layers"][kind][prec] = {k: float(f"{v:.4g}") for k, v in per.items()}
@@ -168,7 +187,10 @@ def run(rank, a):
     dist.destroy_process_group()
     if rank != 0:
         return
-    out["method"] = (f"DDP (world {a.gpus}, one process per GPU) chains of {a.shallow} and {a.deep} identical layers on "
+    out["optimizer"] = a.optimizer
+    out["execution"] = "compile" if a.compile else "eager"
+    out["method"] = (f"DDP (world {a.gpus}, one process per GPU{', torch.compile default mode' if a.compile else ''}, "
+                     f"torch.optim {a.optimizer} foreach) chains of {a.shallow} and {a.deep} identical layers on "
                      f"a tiny input, {a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
                      f"(zero_grad + forward + loss), backward and optimizer step; per layer = (deep - shallow) "
                      f"/ {a.deep - a.shallow}; rank 0's figures")
@@ -197,6 +219,10 @@ def main():
                     + ",".join(SEQUENCE_KINDS))
     ap.add_argument("--gpus", type=int, default=1, help="ranks (one process per GPU); 1 as before 2026-11-28")
     ap.add_argument("--port", type=int, default=29561)
+    ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adamw", "adam"),
+                    help="the step's optimizer (foreach); sgd is SGD with momentum 0.9 and weight decay, as before")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the DDP module (default mode, no CUDA graphs)")
+    ap.add_argument("--precisions", default="fp32,bf16")
     a = ap.parse_args()
     if a.gpus < 1:
         raise SystemExit(f"--gpus: at least 1, not {a.gpus}")
