@@ -117,6 +117,13 @@ struct FrameworkHostCosts {
   // not fused with the elementwise layers around it (workload/kernels.cpp), at the issue rate of its
   // window elements rather than its bytes.
   CompiledPooling compiled_pooling;
+  // torch.compile without CUDA graphs: the compiled wrapper pays the host what eager PyTorch pays per
+  // layer, though it issues fewer kernels (host_costs.py --compile on one H200: a conv+batchnorm+ReLU
+  // block 518 us a step compiled, 525 eager; a convolution 193 and 196), plus a fixed cost per
+  // compiled graph (sim/schedule.cpp compiled_host_shares). Off (each generated kernel at its own
+  // key's cost) unless the profile has `compiled_host`.
+  bool compiled_host_as_eager = false;
+  double compiled_graph_host_s = 0;  // per graph DDPOptimizer cuts the step into, forward and backward together
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

@@ -110,6 +110,12 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
     split.reject_unknown();
   }
   if (o.has("compiled_pooling")) f.compiled_pooling = parse_compiled_pooling(o.object("compiled_pooling"));
+  if (o.has("compiled_host")) {
+    JsonObject h = o.object("compiled_host");
+    f.compiled_host_as_eager = true;
+    f.compiled_graph_host_s = h.number("per_graph_s", 0.0, 1.0);
+    h.reject_unknown();
+  }
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

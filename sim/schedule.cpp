@@ -42,12 +42,16 @@ double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, do
   return table ? framework_table_value(k, *table, fallback_s) : fallback_s;
 }
 
+// Whether kernel k runs inside the compiled module: the loss (computed outside it), DDP's gradient
+// copies into its buckets and the optimizer step stay eager.
+static bool inside_compiled_module(const KernelDesc& k) {
+  return !(k.pass == Pass::Update || k.kind == KernelKind::SoftmaxCE ||
+           (k.kind == KernelKind::Eltwise && std::string(k.variant) == "ddp_gradient_copy"));
+}
+
 bool graph_captured(const KernelDesc& k, Execution e) {
   if (e == Execution::CudaGraphs) return true;
-  if (e != Execution::CompileCudaGraphs) return false;
-  const bool outside_module = k.pass == Pass::Update || k.kind == KernelKind::SoftmaxCE ||
-                              (k.kind == KernelKind::Eltwise && std::string(k.variant) == "ddp_gradient_copy");
-  return !outside_module;
+  return e == Execution::CompileCudaGraphs && inside_compiled_module(k);
 }
 
 ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record_kernels, Execution execution) {
@@ -66,6 +70,8 @@ ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record
   opt.batchnorm_native_bf16 = f.batchnorm_native_bf16;
   opt.relu6_input_copy = f.relu6_input_copy;
   opt.compiled_ddp_split_copy_bandwidth_fraction = f.compiled_ddp_split_copy_bandwidth_fraction;
+  opt.compiled_host_as_eager = f.compiled_host_as_eager;
+  opt.compiled_graph_host_s = f.compiled_graph_host_s;
   opt.optimizer_update_fused = f.optimizer_update_fused;
   opt.multi_tensor = &f.multi_tensor_optimizer;
   opt.memory_bandwidth_Bps = c.gpu.memory_bandwidth_Bps;
@@ -123,8 +129,11 @@ class ComputeStream {
   // (`not_before`, the last all-reduce for the optimizer) is done. The stream's idle gap is split
   // into communication the GPU waits for and time the host is behind. Returns the kernel's
   // duration and end.
-  std::pair<double, double> issue(const KernelDesc& kd, const KernelTime& kt, double not_before) {
-    const double launch_s = graph_captured(kd, opt_.execution) ? 0.0 : framework_host_cost_s(kd, opt_.host_cost_s, opt_.launch_overhead_s);
+  // host_s, where not negative, is what the host pays for this kernel instead of its key's cost.
+  std::pair<double, double> issue(const KernelDesc& kd, const KernelTime& kt, double not_before, double host_s = -1) {
+    const double launch_s = graph_captured(kd, opt_.execution) ? 0.0
+                            : host_s >= 0                      ? host_s
+                                                               : framework_host_cost_s(kd, opt_.host_cost_s, opt_.launch_overhead_s);
     host_s_ += launch_s;
     const double start = std::max({gpu_free_s_, host_s_, not_before});
     const double comm_wait = std::max(0.0, not_before - std::max(gpu_free_s_, host_s_));
@@ -160,8 +169,10 @@ class ComputeStream {
 
 // The backward pass, each layer's gradient copy after its last kernel; grad_ready[layer] is when
 // the layer's gradients are ready for their bucket.
+// host_share: what the host pays per kernel inside the compiled module (compiled_host_shares), -1: each its own.
 void run_backward(const Graph& g, const IterationKernels& k, const std::vector<KernelTime>& bwd_t, const ComputeModel& compute,
-                  const ScheduleOptions& opt, ComputeStream& stream, IterationTimeline& t, std::vector<double>& grad_ready) {
+                  const ScheduleOptions& opt, ComputeStream& stream, IterationTimeline& t, std::vector<double>& grad_ready,
+                  double host_share) {
   std::vector<int> copy_of(g.layers.size(), -1);
   std::vector<KernelDesc> copies;
   std::vector<KernelTime> copy_t;
@@ -171,7 +182,7 @@ void run_backward(const Graph& g, const IterationKernels& k, const std::vector<K
   }
   for (size_t i = 0; i < k.backward.size(); ++i) {
     const KernelDesc& kd = k.backward[i];
-    auto [dur, end] = stream.issue(kd, bwd_t[i], 0);
+    auto [dur, end] = stream.issue(kd, bwd_t[i], 0, inside_compiled_module(kd) ? host_share : -1);
     t.layers[kd.layer].bwd_s += dur;
     grad_ready[kd.layer] = end;  // a layer's last backward kernel produces its parameter gradients
     const bool layer_done = i + 1 == k.backward.size() || k.backward[i + 1].layer != kd.layer;
@@ -405,6 +416,37 @@ static IterationKernels framework_kernels(const Graph& g, const IterationKernels
   return k;
 }
 
+// torch.compile without CUDA graphs (FrameworkSpec::compiled_host_as_eager). host_costs.py --compile
+// on one H200 (validation/data/h200-sxm/host_costs): one more conv+batchnorm+ReLU block costs the host
+// 518 us a step compiled and 525 us eager, one more convolution 193 and 196 us, though the compiled
+// block issues fewer kernels: the compiled wrapper's Python issues each extern call and generated
+// kernel at a higher cost than eager's C++ dispatch issues one op. So each pass inside the module
+// costs the host what the eager pass of the same layers costs (the eager lowering's kernels at the
+// profile's keys), plus per compiled graph (DDPOptimizer's cut: one per DDP bucket) its fixed cost,
+// half in each pass; shared evenly by the kernels the compiled pass issues. Returns the share per
+// kernel for the forward and the backward; -1 where the kernels keep their own keys' costs.
+static std::pair<double, double> compiled_host_shares(const Graph& g, const IterationKernels& all, const IterationKernels& k,
+                                                      const ScheduleOptions& opt) {
+  if (opt.execution != Execution::Compile || !opt.compiled_host_as_eager || all.eager_forward.empty()) return {-1, -1};
+  ScheduleOptions eager_opt = opt;
+  eager_opt.execution = Execution::Eager;
+  IterationKernels eager;
+  eager.forward = all.eager_forward;
+  eager.backward = all.eager_backward;
+  eager.batch = all.batch;
+  eager.precision = all.precision;
+  eager = framework_kernels(g, eager, eager_opt);
+  const double graphs = static_cast<double>(assign_buckets(g, opt.first_bucket_bytes, opt.bucket_bytes, opt.grad_bytes_per_param).size());
+  auto share = [&](const std::vector<KernelDesc>& eager_pass, const std::vector<KernelDesc>& compiled_pass) {
+    double host_s = graphs * opt.compiled_graph_host_s / 2;
+    for (const KernelDesc& d : eager_pass)
+      if (inside_compiled_module(d)) host_s += framework_host_cost_s(d, opt.host_cost_s, opt.launch_overhead_s);
+    const auto n = std::count_if(compiled_pass.begin(), compiled_pass.end(), inside_compiled_module);
+    return n > 0 ? host_s / static_cast<double>(n) : -1.0;
+  };
+  return {share(eager.forward, k.forward), share(eager.backward, k.backward)};
+}
+
 IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all, const ComputeModel& compute,
                                      const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
   auto any_forward = [&](auto&& pred) { return std::any_of(all.forward.begin(), all.forward.end(), pred); };
@@ -436,10 +478,12 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
     }
   update_kernel_times(compute, g, k.update, opt.optimizer_update_fused, opt.multi_tensor, opt.memory_bandwidth_Bps, upd_t);
 
+  const auto [fwd_host, bwd_host] = compiled_host_shares(g, all, k, opt);
   ComputeStream stream(t, opt);
-  for (size_t i = 0; i < k.forward.size(); ++i) t.layers[k.forward[i].layer].fwd_s += stream.issue(k.forward[i], fwd_t[i], 0).first;
+  for (size_t i = 0; i < k.forward.size(); ++i)
+    t.layers[k.forward[i].layer].fwd_s += stream.issue(k.forward[i], fwd_t[i], 0, inside_compiled_module(k.forward[i]) ? fwd_host : -1).first;
   t.forward_end_s = stream.gpu_free_s();
-  run_backward(g, k, bwd_t, compute, opt, stream, t, grad_ready);
+  run_backward(g, k, bwd_t, compute, opt, stream, t, grad_ready, bwd_host);
   t.backward_end_s = stream.gpu_free_s();
   const double comm_free = run_buckets(g, grad_ready, allreduce_s, opt, t);
 

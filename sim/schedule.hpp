@@ -82,6 +82,8 @@ struct ScheduleOptions {
   bool batchnorm_native_bf16 = false;  // FrameworkSpec::batchnorm_native_bf16
   bool relu6_input_copy = false;  // FrameworkSpec::relu6_input_copy
   double compiled_ddp_split_copy_bandwidth_fraction = 0;  // FrameworkSpec's; 0: no copies
+  bool compiled_host_as_eager = false;  // FrameworkSpec's
+  double compiled_graph_host_s = 0;     // FrameworkSpec's
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
   // CUDA graphs replay captured kernels without the host issuing each (host_captured()).

@@ -304,3 +304,26 @@ TEST_CASE("accuracy: the channels_last / contiguous time ratio on one H200 where
   std::sort(diffs.begin(), diffs.end());
   CHECK(diffs[2] <= 0.02);
 }
+
+TEST_CASE("accuracy: torch.compile without CUDA graphs against eager, where the host paces both (issue 23)") {
+  // Compiled and eager steps of the same configuration from one call on one H200, batch 16 and 32
+  // (pytorch_modes/host_paced, twenty-first session; compile_b16, twenty-third), held out. The compiled
+  // step is the slower, 1.04-1.20 times eager: its wrapper pays the host what eager pays per layer
+  // (host_costs.py --compile) and more per compiled graph. dtsim had priced the generated kernels at a
+  // launch each and predicted 0.92-1.01 times eager, and 0.63-0.79 with the pytorch-ops profile (its
+  // generated kernels cost the host nothing); with the profiles' compiled_host 1.04-1.19 (pytorch).
+  std::vector<ValidationRow> rows = validate_folder("validation/data/h200-sxm/pytorch_modes/host_paced");
+  for (const auto& r : validate_folder("validation/data/h200-sxm/pytorch_modes/compile_b16")) rows.push_back(r);
+  size_t pairs = 0;
+  for (const auto& c : rows)
+    for (const auto& e : rows)
+      if (c.run.mode.execution == "compile" && e.run.mode.execution == "eager" && c.run.model == e.run.model &&
+          c.run.batch_per_gpu == e.run.batch_per_gpu && c.run.file.substr(0, c.run.file.rfind('/')) == e.run.file.substr(0, e.run.file.rfind('/'))) {
+        const double measured = c.run.iteration_s / e.run.iteration_s, predicted = c.predicted_s / e.predicted_s;
+        INFO(c.run.model << " b" << c.run.batch_per_gpu << ": measured " << measured << ", predicted " << predicted);
+        CHECK(predicted > 1.0);  // the direction: compiling does not speed up a host-paced step
+        CHECK(std::fabs(predicted / measured - 1) <= 0.15);  // reached: 13.4% (resnet18 b32), the rest within 8.7%
+        ++pairs;
+      }
+  CHECK(pairs == 6);
+}

@@ -254,3 +254,58 @@ TEST_CASE("PyTorch's bf16 batchnorm on contiguous tensors is priced by its own k
   const auto model = cluster_compute_model("auto", apply_framework(load_cluster("h100-sxm"), load_framework("pytorch")));
   CHECK(model->time(bn).source == TimeSource::Mlp);
 }
+
+namespace {
+
+// Host time the step's kernels inside the compiled module cost (the loss, DDP's gradient copies and
+// the optimizer stay eager), forward and backward together.
+double module_host_s(const Graph& g, const ClusterSpec& c, int64_t batch, Execution e) {
+  TrainingConfig cfg;
+  cfg.batch_per_gpu = batch;
+  cfg.precision = Precision::BF16;
+  cfg.mode.execution = e;
+  cfg.record_kernels = true;
+  double host_s = 0;
+  for (const KernelSpan& k : predict(g, c, cfg).timeline.kernels)
+    if (k.pass != Pass::Update && k.kind != KernelKind::SoftmaxCE && std::string(k.variant) != "ddp_gradient_copy") host_s += k.host_s;
+  return host_s;
+}
+
+}  // namespace
+
+TEST_CASE("torch.compile without CUDA graphs costs the host what eager does, plus each compiled graph's fixed cost") {
+  // host_costs.py --compile on one H200 (validation/data/h200-sxm/host_costs): a compiled
+  // conv+batchnorm+ReLU block costs the host 518 us a step, 525 eager, though it issues fewer kernels.
+  for (const char* profile : {"pytorch", "pytorch-ops"}) {
+    const FrameworkProfile fw = load_framework(profile);
+    REQUIRE(fw.compiled_host_as_eager);
+    REQUIRE(fw.compiled_graph_host_s > 0);
+    const ClusterSpec c = apply_framework(load_cluster("h200-sxm"), fw);
+    for (const char* name : {"resnet50", "mobilenet_v2", "vgg16", "densenet121", "googlenet"}) {
+      const Graph g = load_model(name);
+      const double graphs = static_cast<double>(assign_buckets(g, c.framework.first_bucket_bytes, c.framework.bucket_bytes, 4).size());
+      INFO(profile << " " << name << ", " << graphs << " graphs");
+      const double eager = module_host_s(g, c, 16, Execution::Eager);
+      CHECK(module_host_s(g, c, 16, Execution::Compile) == Approx(eager + graphs * fw.compiled_graph_host_s).epsilon(1e-9));
+      // Without the profile's word, each generated kernel costs its own key's (or the default) host time.
+      ClusterSpec per_kernel = c;
+      per_kernel.framework.compiled_host_as_eager = false;
+      CHECK(module_host_s(g, per_kernel, 16, Execution::Compile) != Approx(eager + graphs * fw.compiled_graph_host_s));
+      // CUDA graphs replay the module: no host time inside it.
+      CHECK(module_host_s(g, c, 16, Execution::CompileCudaGraphs) == 0);
+    }
+  }
+}
+
+TEST_CASE("a profile's compiled_host is checked") {
+  const auto parse = [](const std::string& v) {
+    return parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":1e-5,"iteration_overhead_s":0,"compiled_host":)" + v + "}"), "fw.json");
+  };
+  CHECK(parse(R"({"per_graph_s":4.8e-4})").compiled_graph_host_s == 4.8e-4);
+  CHECK(parse(R"({"per_graph_s":4.8e-4})").compiled_host_as_eager);
+  CHECK_FALSE(parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":1e-5,"iteration_overhead_s":0})"), "fw.json").compiled_host_as_eager);
+  CHECK_THROWS_WITH(parse(R"({"per_graph_s":-1})"), Catch::Contains("fw.json") && Catch::Contains("per_graph_s"));
+  CHECK_THROWS_WITH(parse(R"({})"), Catch::Contains("per_graph_s"));
+  CHECK_THROWS_WITH(parse(R"({"per_graph_s":1e-4,"per_kernel_s":1})"), Catch::Contains("per_kernel_s"));
+  CHECK_THROWS_WITH(parse("3"), Catch::Contains("compiled_host"));
+}

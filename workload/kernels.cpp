@@ -867,6 +867,13 @@ IterationKernels lower_iteration(const Graph& g, int64_t batch, Precision p, con
   low.run();
   low.out.batch = batch;
   low.out.precision = p;
+  if (mode.execution == Execution::Compile) {
+    StepMode eager = mode;
+    eager.execution = Execution::Eager;
+    IterationKernels e = lower_iteration(g, batch, p, eager);
+    low.out.eager_forward = std::move(e.forward);
+    low.out.eager_backward = std::move(e.backward);
+  }
   return std::move(low.out);
 }
 

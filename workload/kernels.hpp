@@ -133,6 +133,10 @@ struct IterationKernels {
   // The host waits for the GPU after issuing this many update kernels (0: never): fp16's GradScaler
   // reads its inf flag back (found_inf.item()) before it lets the optimizer step.
   size_t update_host_sync_after = 0;
+  // torch.compile without CUDA graphs (Execution::Compile): the eager step's forward and backward
+  // kernels, whose host costs the compiled wrapper pays (sim/schedule.cpp compiled_host_shares).
+  // Empty in every other mode.
+  std::vector<KernelDesc> eager_forward, eager_backward;
   int64_t batch = 0;                     // samples per GPU, as lowered
   Precision precision = Precision::FP32;  // as lowered
 };
