@@ -449,3 +449,48 @@ TEST_CASE("monotonic: channels_last, AdamW, CUDA graphs and torch.compile are no
   }
   b.report();
 }
+
+TEST_CASE("monotonic: on the measured GPUs a bigger batch never makes the step or its GPU time shorter, in any training mode",
+          "[monotonic][compute]") {
+  // As `dtsim predict` prices a PyTorch step by default (the pytorch profile). A scan of every preset
+  // (twenty-third session, docs/accuracy.md) found the iteration falling from batch 1 to 2 only off
+  // the measured GPUs (alexnet on h100-pcie, the A100s and h100-nvl, by up to 0.6%: the carry of a tiny
+  // kernel whose roofline changes side as the batch doubles); on the measured GPUs none does. Single
+  // kernels do at tiny sizes (alexnet's bf16 gemm bwd_weight 23.6 us at batch 1, 17.9 at 2), which the
+  // cluster files' own host costs leave visible in the step's GPU time (alexnet bf16 at batch 2): a
+  // known defect, not yet fixed (docs/accuracy.md).
+  const FrameworkProfile pytorch = load_framework("pytorch");
+  StepMode contiguous_sgd, cl_adamw, compiled, reduce_overhead;
+  cl_adamw.memory_format = MemoryFormat::ChannelsLast;
+  cl_adamw.optimizer = Optimizer::AdamW;
+  compiled.execution = Execution::Compile;
+  reduce_overhead.execution = Execution::CompileCudaGraphs;
+  size_t breaks = 0, checked = 0;
+  for (const char* preset : {"h100-sxm", "h200-sxm"}) {
+    const ClusterSpec c = apply_framework(load_cluster(preset), pytorch);
+    for (const char* name : {"alexnet", "resnet18", "resnet50", "mobilenet_v2", "vgg16", "densenet121", "googlenet", "vit_b_16"}) {
+      const Graph g = load_model(name);
+      for (Precision p : {Precision::FP32, Precision::BF16})
+        for (const StepMode& mode : {contiguous_sgd, cl_adamw, compiled, reduce_overhead}) {
+          double last_iteration_s = 0, last_compute_s = 0;
+          for (int64_t batch = 1; batch <= 256; batch *= 2) {
+            TrainingConfig cfg;
+            cfg.batch_per_gpu = batch;
+            cfg.precision = p;
+            cfg.mode = mode;
+            const Prediction r = predict(g, c, cfg);
+            INFO(preset << " " << name << " " << precision_name(p) << " " << memory_format_name(mode.memory_format) << " "
+                        << optimizer_name(mode.optimizer) << " " << execution_name(mode.execution) << " batch " << batch);
+            const bool ok = r.iteration_s >= last_iteration_s * (1 - kNoise) && r.compute_s >= last_compute_s * (1 - kNoise);
+            CHECK(ok);
+            breaks += !ok;
+            ++checked;
+            last_iteration_s = r.iteration_s;
+            last_compute_s = r.compute_s;
+          }
+        }
+    }
+  }
+  CHECK(checked == 2 * 8 * 2 * 4 * 9);
+  CHECK(breaks == 0);
+}
