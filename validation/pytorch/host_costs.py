@@ -2,7 +2,7 @@
 """Eager PyTorch's host time per layer, per pass, measured where the GPU is never the limit.
 
 Layer kinds: the CNN's (conv, conv_bias, batchnorm, relu, maxpool, avgpool, add, linear, dropout) on
-1 x 8 x 8 x 8 images, and the transformer's (layernorm, gelu, attention: GPT-2's heads and
+1 x 8 x 8 x 8 images (--channels, --size: 1 x C x S x S), and the transformer's (layernorm, gelu, attention: GPT-2's heads and
 scaled_dot_product_attention, mha: nn.MultiheadAttention with its projections, linear_cast: a linear
 layer fed and followed by FP32) on 1 x 16 x 64 tokens.
 
@@ -102,8 +102,12 @@ class LinearFp32Out(nn.Module):
 SEQUENCE_KINDS = ("layernorm", "gelu", "attention", "mha", "linear_cast")
 
 
+# The CNN kinds' channels and image side (--channels, --size): 8 and 8 unless asked, as measured first.
+CNN_SHAPE = {"channels": 8, "size": 8}
+
+
 def layer(kind):
-    c = 8
+    c, hw = CNN_SHAPE["channels"], CNN_SHAPE["size"]
     return {
         "conv": lambda: nn.Conv2d(c, c, 3, padding=1, bias=False),
         "conv_bias": lambda: nn.Conv2d(c, c, 3, padding=1, bias=True),
@@ -111,7 +115,7 @@ def layer(kind):
         "relu": lambda: nn.ReLU(),  # a chain of in-place ReLUs would overwrite what the backward needs
         "maxpool": lambda: nn.MaxPool2d(3, stride=1, padding=1),
         "avgpool": lambda: nn.AvgPool2d(3, stride=1, padding=1),
-        "add": lambda: AddConst((1, c, 8, 8)),
+        "add": lambda: AddConst((1, c, hw, hw)),
         "linear": lambda: nn.Linear(64, 64),
         "dropout": lambda: nn.Dropout(0.5),
         "layernorm": lambda: nn.LayerNorm(64),
@@ -134,14 +138,15 @@ def make_optimizer(name, params):
 def measure(kind, depth, prec, iters, warmup, device, optimizer="sgd", compiled=False):
     # A first layer with parameters keeps autograd running through parameter-free chains (relu, pool).
     seq = kind in SEQUENCE_KINDS
-    first = nn.Linear(64, 64) if kind == "linear" or seq else nn.Conv2d(8, 8, 1)
+    c, hw = CNN_SHAPE["channels"], CNN_SHAPE["size"]
+    first = nn.Linear(64, 64) if kind == "linear" or seq else nn.Conv2d(c, c, 1)
     model = nn.Sequential(first, *[layer(kind) for _ in range(depth)]).to(device)
     ddp = DDP(model, device_ids=[device.index])
     opt = make_optimizer(optimizer, ddp.parameters())
     if compiled:
         torch._dynamo.reset()  # each depth compiles afresh
         ddp = torch.compile(ddp)
-    x = torch.randn((1, 16, 64) if seq else (1, 64) if kind == "linear" else (1, 8, 8, 8), device=device)
+    x = torch.randn((1, 16, 64) if seq else (1, 64) if kind == "linear" else (1, c, hw, hw), device=device)
     fwd, bwd, step = [], [], []
     for it in range(warmup + iters):
         t0 = time.perf_counter()
@@ -191,7 +196,7 @@ def run(rank, a):
     out["execution"] = "compile" if a.compile else "eager"
     out["method"] = (f"DDP (world {a.gpus}, one process per GPU{', torch.compile default mode' if a.compile else ''}, "
                      f"torch.optim {a.optimizer} foreach) chains of {a.shallow} and {a.deep} identical layers on "
-                     f"a tiny input, {a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
+                     f"a 1 x {a.channels} x {a.size} x {a.size} input (CNN kinds), {a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
                      f"(zero_grad + forward + loss), backward and optimizer step; per layer = (deep - shallow) "
                      f"/ {a.deep - a.shallow}; rank 0's figures")
     out["gpus"] = a.gpus
@@ -223,7 +228,10 @@ def main():
                     help="the step's optimizer (foreach); sgd is SGD with momentum 0.9 and weight decay, as before")
     ap.add_argument("--compile", action="store_true", help="torch.compile the DDP module (default mode, no CUDA graphs)")
     ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--channels", type=int, default=8, help="the CNN kinds' channels (a 1 x C x S x S input)")
+    ap.add_argument("--size", type=int, default=8, help="the CNN kinds' image side S")
     a = ap.parse_args()
+    CNN_SHAPE.update(channels=a.channels, size=a.size)
     if a.gpus < 1:
         raise SystemExit(f"--gpus: at least 1, not {a.gpus}")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
