@@ -70,6 +70,11 @@ struct CompiledPooling {
 struct FrameworkHostCosts {
   double launch_overhead_s = 0;     // host time to issue one kernel
   double iteration_overhead_s = 0;  // fixed host time per iteration (loop, zero_grad, reducer)
+  // The host runs ahead of the GPU across iterations (nothing in the step waits for the GPU: PyTorch's
+  // eager loop without .item() or synchronize), so in the steady state the step takes the longer of
+  // the host's issue time and the GPU's own timeline; otherwise each step starts with both idle and
+  // the GPU waits for every kernel the host has not issued yet.
+  bool host_runs_ahead = false;
   // Where the framework runs its own kernel instead of the measured library one (PyTorch's native
   // bf16 batchnorm and pooling): predictor key ("batchnorm/fwd/bf16", "pool/bwd/fp32/max") -> time ratio.
   std::map<std::string, double> kernel_time_factors;

@@ -97,6 +97,14 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   if (o.has("multi_tensor_optimizer")) f.multi_tensor_optimizer = parse_multi_tensor(o.object("multi_tensor_optimizer"));
   f.host_cost_s = key_table(o, "host_cost_s", 1, "a kernel key kind/pass[/math[/variant]]", "seconds", 0, false, 1,
                             "must be a number of seconds in [0, 1]");
+  // host_cost_s as measured on a tiny input, scaled to what the same layer costs the host at the
+  // models' own sizes (where the library's host path depends on the size: cuDNN's engines).
+  for (const auto& [key, factor] : key_table(o, "host_cost_shape_factors", 1, "a kernel key of host_cost_s", "ratio", 0, true, 100,
+                                             "must be a number in (0, 100]")) {
+    auto it = f.host_cost_s.find(key);
+    if (it == f.host_cost_s.end()) o.fail("host_cost_shape_factors." + key, "must be a key of host_cost_s");
+    it->second *= factor;
+  }
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
   f.linear_bias_in_gemm = o.boolean_or("linear_bias_in_gemm", false);
   f.optimizer_update_fused = o.boolean_or("optimizer_update_fused", false);
@@ -104,6 +112,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.depthwise_conv_native = o.boolean_or("depthwise_conv_native", false);
   f.batchnorm_native_bf16 = o.boolean_or("batchnorm_native_bf16", false);
   f.relu6_input_copy = o.boolean_or("relu6_input_copy", false);
+  f.host_runs_ahead = o.boolean_or("host_runs_ahead", false);
   if (o.has("compiled_ddp_split_copies")) {
     JsonObject split = o.object("compiled_ddp_split_copies");
     f.compiled_ddp_split_copy_bandwidth_fraction = split.number("bandwidth_fraction", 0.01, 1);

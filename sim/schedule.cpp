@@ -69,6 +69,7 @@ ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record
   opt.depthwise_conv_native = f.depthwise_conv_native;
   opt.batchnorm_native_bf16 = f.batchnorm_native_bf16;
   opt.relu6_input_copy = f.relu6_input_copy;
+  opt.host_runs_ahead = f.host_runs_ahead;
   opt.compiled_ddp_split_copy_bandwidth_fraction = f.compiled_ddp_split_copy_bandwidth_fraction;
   opt.compiled_host_as_eager = f.compiled_host_as_eager;
   opt.compiled_graph_host_s = f.compiled_graph_host_s;
@@ -135,8 +136,11 @@ class ComputeStream {
                             : host_s >= 0                      ? host_s
                                                                : framework_host_cost_s(kd, opt_.host_cost_s, opt_.launch_overhead_s);
     host_s_ += launch_s;
-    const double start = std::max({gpu_free_s_, host_s_, not_before});
-    const double comm_wait = std::max(0.0, not_before - std::max(gpu_free_s_, host_s_));
+    // A host that runs ahead has issued this kernel in an earlier iteration's slack; what it costs
+    // the step is settled once, in finish() (steady state: the longer of host and GPU).
+    const double issued = ahead_ ? 0.0 : host_s_;
+    const double start = std::max({gpu_free_s_, issued, not_before});
+    const double comm_wait = std::max(0.0, not_before - std::max(gpu_free_s_, issued));
     t_.exposed_comm_s += comm_wait;
     t_.host_idle_s += (start - gpu_free_s_) - comm_wait;
     const double end = start + kt.seconds;
@@ -149,8 +153,26 @@ class ComputeStream {
     if (opt_.record_kernels) t_.kernels.push_back({kd.layer, kd.kind, kd.pass, host_s_, start, end, launch_s, kd.math, kd.variant});
     return {kt.seconds, end};
   }
-  // The host blocks until the GPU is done (a .item() on a GPU value).
-  void host_syncs() { host_s_ = std::max(host_s_, gpu_free_s_); }
+  // The host blocks until the GPU is done (a .item() on a GPU value). It is no longer ahead: the
+  // kernels after the wait start as the host issues them.
+  void host_syncs() {
+    if (ahead_) {
+      // In the steady state the host's issue time up to here overlaps the GPU's: the wait ends when
+      // the later of the two does.
+      gpu_free_s_ = std::max(gpu_free_s_, host_s_);
+      ahead_ = false;
+    }
+    host_s_ = std::max(host_s_, gpu_free_s_);
+  }
+  // The step's time: the GPU's end or, where the host ran ahead but issues slower than the GPU runs,
+  // the host's issue time (the GPU waits that difference, spread over the step).
+  double finish() {
+    if (ahead_ && host_s_ > gpu_free_s_) {
+      t_.host_idle_s += host_s_ - gpu_free_s_;
+      gpu_free_s_ = host_s_;
+    }
+    return std::max(gpu_free_s_, host_s_);
+  }
   // The GPU waits for the communication stream, with nothing of its own to run.
   void wait_for_comm(double comm_free_s) {
     if (comm_free_s <= gpu_free_s_) return;
@@ -164,6 +186,7 @@ class ComputeStream {
   IterationTimeline& t_;
   const ScheduleOptions& opt_;
   double host_s_;  // host time: the next launch is issued after it
+  bool ahead_ = opt_.host_runs_ahead;
   double gpu_free_s_ = 0;
 };
 
@@ -493,7 +516,7 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
     t.optimizer_s += stream.issue(k.update[i], upd_t[i], comm_free).first;
   }
   stream.wait_for_comm(comm_free);  // a model without parameters to update still waits for its all-reduce
-  t.iteration_s = std::max(stream.gpu_free_s(), stream.host_s());
+  t.iteration_s = stream.finish();
   return t;
 }
 

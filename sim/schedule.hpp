@@ -71,6 +71,7 @@ struct ScheduleOptions {
   // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_kernel_key); may be null.
   const std::map<std::string, double>* host_cost_s = nullptr;
   double iteration_overhead_s = 0;
+  bool host_runs_ahead = false;  // FrameworkSpec::host_runs_ahead
   bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
   bool linear_bias_in_gemm = false;  // FrameworkSpec::linear_bias_in_gemm
   bool optimizer_update_fused = false;  // FrameworkSpec::optimizer_update_fused

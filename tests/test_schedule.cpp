@@ -249,3 +249,59 @@ TEST_CASE("PyTorch's depthwise convolutions run on its own kernels outside fp16 
   CHECK(native_kernels("pytorch", Precision::BF16, MemoryFormat::ChannelsLast) == 0);
   CHECK(native_kernels("harness", Precision::BF16, MemoryFormat::Contiguous) == 0);
 }
+
+// host_runs_ahead: in the steady state of a loop that never waits for the GPU, a step takes the longer
+// of the host's issue time and the GPU's own timeline, never more than a step that starts with both idle.
+TEST_CASE("a host that runs ahead: the step is the longer of host and GPU, and never longer than a cold start") {
+  ClusterSpec base = apply_framework(h100(), load_framework("pytorch-ops"));
+  for (const char* m : {"resnet50", "alexnet", "mobilenet_v2"})
+    for (int batch : {1, 8, 64, 256})
+      for (double overhead : {0.0, 2e-3}) {
+        INFO(m << " batch=" << batch << " overhead=" << overhead);
+        ClusterSpec ahead = base, cold = base, free_host = base;
+        ahead.framework.iteration_overhead_s = cold.framework.iteration_overhead_s = overhead;
+        ahead.framework.host_runs_ahead = true;
+        cold.framework.host_runs_ahead = false;
+        free_host.framework.host_runs_ahead = true;
+        free_host.framework.iteration_overhead_s = 0;
+        free_host.framework.launch_overhead_s = 0;
+        free_host.framework.host_cost_s.clear();
+        TrainingConfig cfg;
+        cfg.batch_per_gpu = batch;
+        cfg.precision = Precision::BF16;
+        const Graph g = load_model(m);
+        const Prediction a = predict(g, ahead, cfg), c = predict(g, cold, cfg), gpu = predict(g, free_host, cfg);
+        // The GPU's own timeline is what a host that costs nothing gives.
+        CHECK(a.iteration_s >= gpu.iteration_s * (1 - 1e-12));
+        CHECK(a.iteration_s <= c.iteration_s * (1 + 1e-12));
+        CHECK(a.iteration_s == Approx(a.compute_s + a.host_idle_s + a.exposed_comm_s).epsilon(1e-9));
+        CHECK(a.iteration_s - a.host_idle_s == Approx(gpu.iteration_s).epsilon(1e-9));  // the GPU waits only at the end
+        if (batch == 1) CHECK(a.host_idle_s > 0);  // one sample: the host paces every one of these models
+      }
+  // The fixed cost per step hides behind a GPU-paced step and adds in full to a host-paced one.
+  ClusterSpec ahead = base;
+  ahead.framework.host_runs_ahead = true;
+  TrainingConfig big, small;
+  big.batch_per_gpu = 256;
+  small.batch_per_gpu = 1;
+  const Graph g = load_model("resnet50");
+  ClusterSpec more = ahead;
+  more.framework.iteration_overhead_s = ahead.framework.iteration_overhead_s + 1e-3;
+  CHECK(predict(g, more, big).iteration_s == Approx(predict(g, ahead, big).iteration_s).epsilon(1e-12));
+  CHECK(predict(g, more, small).iteration_s == Approx(predict(g, ahead, small).iteration_s + 1e-3).epsilon(1e-9));
+}
+
+TEST_CASE("host_cost_shape_factors scale the measured host costs, and a key host_cost_s lacks is an input error naming it") {
+  const Json doc = Json::parse(R"({"name": "x", "launch_overhead_s": 0, "iteration_overhead_s": 0,
+      "host_cost_s": {"conv2d/fwd/fp32": 4e-5, "batchnorm/fwd/fp32": 1e-4},
+      "host_cost_shape_factors": {"conv2d/fwd/fp32": 1.5}})");
+  const FrameworkProfile f = parse_framework(doc, "x.json");
+  CHECK(f.host_cost_s.at("conv2d/fwd/fp32") == Approx(6e-5));
+  CHECK(f.host_cost_s.at("batchnorm/fwd/fp32") == Approx(1e-4));
+  Json bad = doc;
+  bad["host_cost_shape_factors"] = Json::parse(R"({"conv2d/bwd_data/fp32": 1.5})");
+  CHECK_THROWS_WITH(parse_framework(bad, "x.json"), Catch::Contains("host_cost_shape_factors.conv2d/bwd_data/fp32") &&
+                                                        Catch::Contains("must be a key of host_cost_s"));
+  bad["host_cost_shape_factors"] = Json::parse(R"({"conv2d/fwd/fp32": 0})");
+  CHECK_THROWS_WITH(parse_framework(bad, "x.json"), Catch::Contains("must be a number in (0, 100]"));
+}
