@@ -103,7 +103,7 @@ SEQUENCE_KINDS = ("layernorm", "gelu", "attention", "mha", "linear_cast")
 
 
 # The CNN kinds' channels and image side (--channels, --size): 8 and 8 unless asked, as measured first.
-CNN_SHAPE = {"channels": 8, "size": 8}
+CNN_SHAPE = {"channels": 8, "size": 8, "channels_last": False}
 
 
 def layer(kind):
@@ -141,12 +141,17 @@ def measure(kind, depth, prec, iters, warmup, device, optimizer="sgd", compiled=
     c, hw = CNN_SHAPE["channels"], CNN_SHAPE["size"]
     first = nn.Linear(64, 64) if kind == "linear" or seq else nn.Conv2d(c, c, 1)
     model = nn.Sequential(first, *[layer(kind) for _ in range(depth)]).to(device)
+    cl = CNN_SHAPE["channels_last"] and not seq and kind != "linear"
+    if cl:
+        model = model.to(memory_format=torch.channels_last)
     ddp = DDP(model, device_ids=[device.index])
     opt = make_optimizer(optimizer, ddp.parameters())
     if compiled:
         torch._dynamo.reset()  # each depth compiles afresh
         ddp = torch.compile(ddp)
     x = torch.randn((1, 16, 64) if seq else (1, 64) if kind == "linear" else (1, c, hw, hw), device=device)
+    if cl:
+        x = x.contiguous(memory_format=torch.channels_last)
     fwd, bwd, step = [], [], []
     for it in range(warmup + iters):
         t0 = time.perf_counter()
@@ -196,7 +201,7 @@ def run(rank, a):
     out["execution"] = "compile" if a.compile else "eager"
     out["method"] = (f"DDP (world {a.gpus}, one process per GPU{', torch.compile default mode' if a.compile else ''}, "
                      f"torch.optim {a.optimizer} foreach) chains of {a.shallow} and {a.deep} identical layers on "
-                     f"a 1 x {a.channels} x {a.size} x {a.size} input (CNN kinds), {a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
+                     f"a 1 x {a.channels} x {a.size} x {a.size} {a.memory_format} input (CNN kinds), {a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
                      f"(zero_grad + forward + loss), backward and optimizer step; per layer = (deep - shallow) "
                      f"/ {a.deep - a.shallow}; rank 0's figures")
     out["gpus"] = a.gpus
@@ -230,8 +235,10 @@ def main():
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--channels", type=int, default=8, help="the CNN kinds' channels (a 1 x C x S x S input)")
     ap.add_argument("--size", type=int, default=8, help="the CNN kinds' image side S")
+    ap.add_argument("--memory-format", default="contiguous", choices=("contiguous", "channels_last"),
+                    help="the CNN kinds' model and input in this layout (PyTorch's names)")
     a = ap.parse_args()
-    CNN_SHAPE.update(channels=a.channels, size=a.size)
+    CNN_SHAPE.update(channels=a.channels, size=a.size, channels_last=a.memory_format == "channels_last")
     if a.gpus < 1:
         raise SystemExit(f"--gpus: at least 1, not {a.gpus}")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
