@@ -87,6 +87,9 @@ struct FrameworkHostCosts {
   // Measured host time per kernel by key (sim/schedule.hpp framework_kernel_key); kernels
   // without an entry cost launch_overhead_s.
   std::map<std::string, double> host_cost_s;
+  // The same for kernels over channels_last tensors, where the profile measured them apart (the
+  // library's host path at the models' sizes differs by layout); empty: host_cost_s.
+  std::map<std::string, double> channels_last_host_cost_s;
   // DDP without gradient_as_bucket_view: each parameter's gradient is copied into its bucket and
   // scaled by 1/world on the compute stream as it becomes ready (the harness reduces in place).
   bool ddp_gradient_copy = false;

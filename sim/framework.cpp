@@ -98,13 +98,21 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   f.host_cost_s = key_table(o, "host_cost_s", 1, "a kernel key kind/pass[/math[/variant]]", "seconds", 0, false, 1,
                             "must be a number of seconds in [0, 1]");
   // host_cost_s as measured on a tiny input, scaled to what the same layer costs the host at the
-  // models' own sizes (where the library's host path depends on the size: cuDNN's engines).
-  for (const auto& [key, factor] : key_table(o, "host_cost_shape_factors", 1, "a kernel key of host_cost_s", "ratio", 0, true, 100,
-                                             "must be a number in (0, 100]")) {
-    auto it = f.host_cost_s.find(key);
-    if (it == f.host_cost_s.end()) o.fail("host_cost_shape_factors." + key, "must be a key of host_cost_s");
-    it->second *= factor;
-  }
+  // models' own sizes (where the library's host path depends on the size: cuDNN's engines), per
+  // layout: contiguous kernels by host_cost_shape_factors, channels_last ones by their own factors
+  // where the profile has them. A key without a factor keeps its measured cost.
+  const std::map<std::string, double> measured = f.host_cost_s;
+  auto scaled = [&](const std::string& field) {
+    std::map<std::string, double> table = measured;
+    for (const auto& [key, factor] : key_table(o, field, 1, "a kernel key of host_cost_s", "ratio", 0, true, 100, "must be a number in (0, 100]")) {
+      auto it = table.find(key);
+      if (it == table.end()) o.fail(field + "." + key, "must be a key of host_cost_s");
+      it->second *= factor;
+    }
+    return table;
+  };
+  f.host_cost_s = scaled("host_cost_shape_factors");
+  if (o.has("channels_last_host_cost_shape_factors")) f.channels_last_host_cost_s = scaled("channels_last_host_cost_shape_factors");
   f.ddp_gradient_copy = o.boolean_or("ddp_gradient_copy", false);
   f.linear_bias_in_gemm = o.boolean_or("linear_bias_in_gemm", false);
   f.optimizer_update_fused = o.boolean_or("optimizer_update_fused", false);

@@ -42,6 +42,11 @@ double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, do
   return table ? framework_table_value(k, *table, fallback_s) : fallback_s;
 }
 
+double framework_host_cost_s(const KernelDesc& k, const ScheduleOptions& opt) {
+  const bool own = k.format == MemoryFormat::ChannelsLast && opt.channels_last_host_cost_s && !opt.channels_last_host_cost_s->empty();
+  return framework_host_cost_s(k, own ? opt.channels_last_host_cost_s : opt.host_cost_s, opt.launch_overhead_s);
+}
+
 // Whether kernel k runs inside the compiled module: the loss (computed outside it), DDP's gradient
 // copies into its buckets and the optimizer step stay eager.
 static bool inside_compiled_module(const KernelDesc& k) {
@@ -63,6 +68,7 @@ ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record
   opt.bucket_bytes = f.bucket_bytes;
   opt.launch_overhead_s = f.launch_overhead_s;
   opt.host_cost_s = &f.host_cost_s;
+  opt.channels_last_host_cost_s = &f.channels_last_host_cost_s;
   opt.ddp_gradient_copy = f.ddp_gradient_copy;
   opt.linear_bias_in_gemm = f.linear_bias_in_gemm;
   opt.concat_copy_per_input = f.concat_copy_per_input;
@@ -134,7 +140,7 @@ class ComputeStream {
   std::pair<double, double> issue(const KernelDesc& kd, const KernelTime& kt, double not_before, double host_s = -1) {
     const double launch_s = graph_captured(kd, opt_.execution) ? 0.0
                             : host_s >= 0                      ? host_s
-                                                               : framework_host_cost_s(kd, opt_.host_cost_s, opt_.launch_overhead_s);
+                                                               : framework_host_cost_s(kd, opt_);
     host_s_ += launch_s;
     // A host that runs ahead has issued this kernel in an earlier iteration's slack; what it costs
     // the step is settled once, in finish() (steady state: the longer of host and GPU).
@@ -463,7 +469,7 @@ static std::pair<double, double> compiled_host_shares(const Graph& g, const Iter
   auto share = [&](const std::vector<KernelDesc>& eager_pass, const std::vector<KernelDesc>& compiled_pass) {
     double host_s = graphs * opt.compiled_graph_host_s / 2;
     for (const KernelDesc& d : eager_pass)
-      if (inside_compiled_module(d)) host_s += framework_host_cost_s(d, opt.host_cost_s, opt.launch_overhead_s);
+      if (inside_compiled_module(d)) host_s += framework_host_cost_s(d, opt);
     const auto n = std::count_if(compiled_pass.begin(), compiled_pass.end(), inside_compiled_module);
     return n > 0 ? host_s / static_cast<double>(n) : -1.0;
   };

@@ -70,6 +70,8 @@ struct ScheduleOptions {
   double launch_overhead_s = 0;  // host time per kernel, where host_cost_s has no entry
   // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_kernel_key); may be null.
   const std::map<std::string, double>* host_cost_s = nullptr;
+  // FrameworkSpec::channels_last_host_cost_s, for channels_last kernels; null or empty: host_cost_s.
+  const std::map<std::string, double>* channels_last_host_cost_s = nullptr;
   double iteration_overhead_s = 0;
   bool host_runs_ahead = false;  // FrameworkSpec::host_runs_ahead
   bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
@@ -109,6 +111,8 @@ std::string framework_kernel_key(const KernelDesc& k);
 double framework_table_value(const KernelDesc& k, const std::map<std::string, double>& table, double fallback);
 // A framework's host time to issue kernel k: framework_table_value over host_cost_s (null: fallback_s).
 double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s);
+// What the host pays to issue kernel k under these options: its layout's table, else the launch cost.
+double framework_host_cost_s(const KernelDesc& k, const ScheduleOptions& opt);
 
 // The optimizer's kernel times. With `fused` (FrameworkSpec::optimizer_update_fused) its GPU work is
 // priced as the framework runs it, one pass over all parameters: each kind of update kernel (SGD,

@@ -334,7 +334,7 @@ void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Pre
   update_kernel_times(*gr.compute, g, k.update, opt.optimizer_update_fused, opt.multi_tensor, opt.memory_bandwidth_Bps, upd);
   for (size_t i = 0; i < k.update.size(); ++i) {
     st.update_s.push_back(upd[i].seconds);
-    st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt.host_cost_s, opt.launch_overhead_s));
+    st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt));
   }
   st.sync_after = k.update_host_sync_after;
   st.scheduled = true;

@@ -304,4 +304,23 @@ TEST_CASE("host_cost_shape_factors scale the measured host costs, and a key host
                                                         Catch::Contains("must be a key of host_cost_s"));
   bad["host_cost_shape_factors"] = Json::parse(R"({"conv2d/fwd/fp32": 0})");
   CHECK_THROWS_WITH(parse_framework(bad, "x.json"), Catch::Contains("must be a number in (0, 100]"));
+  // channels_last kernels: their own factors over the measured costs (a key without one keeps it), not the contiguous ones.
+  Json cl = doc;
+  cl["channels_last_host_cost_shape_factors"] = Json::parse(R"({"batchnorm/fwd/fp32": 2})");
+  const FrameworkProfile g = parse_framework(cl, "x.json");
+  CHECK(g.host_cost_s.at("conv2d/fwd/fp32") == Approx(6e-5));
+  CHECK(g.channels_last_host_cost_s.at("conv2d/fwd/fp32") == Approx(4e-5));
+  CHECK(g.channels_last_host_cost_s.at("batchnorm/fwd/fp32") == Approx(2e-4));
+  ScheduleOptions opt;
+  opt.host_cost_s = &g.host_cost_s;
+  opt.channels_last_host_cost_s = &g.channels_last_host_cost_s;
+  opt.launch_overhead_s = 1e-6;
+  const Graph vgg = load_model("vgg16");
+  KernelDesc conv = lower_iteration(vgg, 2, Precision::FP32).forward[0];  // the first convolution, keyed conv2d/fwd/fp32
+  REQUIRE(conv.kind == KernelKind::Conv2d);
+  CHECK(framework_host_cost_s(conv, opt) == Approx(6e-5));
+  conv.format = MemoryFormat::ChannelsLast;
+  CHECK(framework_host_cost_s(conv, opt) == Approx(4e-5));
+  opt.channels_last_host_cost_s = &f.channels_last_host_cost_s;  // a profile without them: the contiguous table
+  CHECK(framework_host_cost_s(conv, opt) == Approx(6e-5));
 }
