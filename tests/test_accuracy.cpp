@@ -334,8 +334,9 @@ TEST_CASE("accuracy: torch.compile's default mode and channels_last AdamW under 
   // 1.12 ms) and its convolutions' and batchnorms' host costs are measured at the models' sizes, per
   // layout (host_shape_factors.py). No step time entered any of them. The 14 default-mode compiled H200
   // runs went 16.6% -> 11.7% median (max 31.0% -> 27.2%; 9.6% with the convolutions' contiguous factors
-  // alone, on both layouts, before the channels_last chains were measured), short of issue 23's 10%; the
-  // 8 channels_last AdamW runs of pytorch_modes/channels_last 11.2% -> 4.5% (max 11.9%).
+  // alone, on both layouts, before the channels_last chains were measured), short of issue 23's 10%; with
+  // the three compiled runs of compile_b32, measured after the profile was set, 17 runs at 10.1% (the
+  // profile before: 14.6%). The 8 channels_last AdamW runs of pytorch_modes/channels_last 11.2% -> 4.5% (max 11.9%).
   ValidationOptions opt;
   opt.framework = "pytorch-ops";
   auto folder = [&](const std::string& rel) {
@@ -345,11 +346,13 @@ TEST_CASE("accuracy: torch.compile's default mode and channels_last AdamW under 
   };
   std::vector<ValidationRow> compiled = folder("validation/data/h200-sxm/pytorch_modes/compile_b16");
   for (const auto& r : folder("validation/data/h200-sxm/pytorch_modes/compile_no_graphs")) compiled.push_back(r);
+  for (const auto& r : folder("validation/data/h200-sxm/pytorch_modes/compile_b32"))
+    if (r.run.mode.execution == "compile") compiled.push_back(r);  // measured after the profile was set
   Stats s = abs_errors(compiled);
   INFO("compile default mode: runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
-  CHECK(s.n == 14);
-  CHECK(s.median <= 0.125);  // reached 11.7%; issue 23's overall target is 10%
-  CHECK(s.max <= 0.28);
+  CHECK(s.n == 17);
+  CHECK(s.median <= 0.11);  // reached 10.1% (the first 14: 11.7%); issue 23's overall target is 10%
+  CHECK(s.max <= 0.36);     // mobilenet_v2 b32 compiled +35.2%
   std::vector<ValidationRow> adamw;
   for (const auto& r : folder("validation/data/h200-sxm/pytorch_modes/channels_last"))
     if (r.run.mode.optimizer == "adamw" && r.run.mode.memory_format == "channels_last") adamw.push_back(r);
