@@ -379,7 +379,10 @@ TEST_CASE("channels_last convolutions take the NHWC predictors, contiguous ones 
     CHECK(predictor_key(nhwc) == predictor_key(nchw) + "/nhwc");
     REQUIRE(own.find(predictor_key(nhwc)) != nullptr);
     const KernelTime t_nchw = model.time(nchw), t_nhwc = model.time(nhwc);
-    CHECK(t_nchw.seconds == Approx(seconds).epsilon(1e-9));
+    // To float32 inference's last digits: a kernel inferred alone now sums its products in the order
+    // it would in a longer list (mlp.cpp, predict_log_ratio: padded to whole panels), which moved
+    // these by up to 1.7e-7 of them; 1e-9 before.
+    CHECK(t_nchw.seconds == Approx(seconds).epsilon(1e-6));
     CHECK(t_nhwc.source == TimeSource::Mlp);
     CHECK(t_nhwc.in_range);
     std::vector<double> direct;

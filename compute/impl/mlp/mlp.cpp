@@ -22,6 +22,24 @@ namespace fs = std::filesystem;
 void Mlp::predict_log_ratio(const Eigen::MatrixXf& raw, Eigen::VectorXf& log_ratio, std::vector<bool>* in_range) const {
   // Rows are kernels. Clamp to the training range, normalise, then affine + ReLU through the hidden
   // layers, affine out.
+  // Eigen's matrix product sums a row's products in one order where the row falls in a whole panel
+  // of mr rows (gebp_traits), and in another (two accumulators over the depth, then added) where it
+  // is left over in a smaller panel; one row alone takes the matrix-vector product, another order
+  // again. The same kernel's time then differed in float's last digits (up to 4e-7 of it) with the
+  // list it was in, which broke the equalities the batch ladder leaves (batch_monotone_times: a
+  // kernel as fast as its half-batch twin in one prediction, a little faster in the next). Padded to
+  // whole panels, every row sums alike.
+  constexpr Eigen::Index packet = Eigen::internal::gebp_traits<float, float>::mr;
+  if (raw.rows() % packet != 0) {
+    const Eigen::Index rows = raw.rows(), padded = (rows / packet + 1) * packet;
+    Eigen::MatrixXf whole(padded, raw.cols());
+    whole.topRows(rows) = raw;
+    whole.bottomRows(padded - rows).rowwise() = raw.row(rows - 1);
+    predict_log_ratio(whole, log_ratio, in_range);
+    log_ratio.conservativeResize(rows);
+    if (in_range) in_range->resize(static_cast<size_t>(rows));
+    return;
+  }
   Eigen::MatrixXf h;
   if (feature_min.size() == raw.cols()) {
     Eigen::MatrixXf clamped = raw;
