@@ -33,19 +33,28 @@ static void BM_ZooSweep(benchmark::State& state) {
 BENCHMARK(BM_ZooSweep)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 // resnet50 on 64 H100s at batch 64 per GPU, predicted in process `state`'s iterations.
-static void predict_resnet50(benchmark::State& state, const StepMode& mode) {
+// With `cold`, every prediction infers its kernels afresh (the predictors' outputs, which the process
+// remembers, forgotten first): a first prediction, as one `dtsim predict` makes.
+static void predict_resnet50(benchmark::State& state, const StepMode& mode, bool cold = false) {
   Graph g = load_model("resnet50");
   ClusterSpec c = load_cluster("h100-sxm");
   TrainingConfig cfg;
   cfg.gpus = 64;
   cfg.batch_per_gpu = 64;
   cfg.mode = mode;
-  for (auto _ : state) benchmark::DoNotOptimize(predict(g, c, cfg));
+  for (auto _ : state) {
+    if (cold) mlp::forget_predictions();
+    benchmark::DoNotOptimize(predict(g, c, cfg));
+  }
 }
 
 // One full prediction, in process (the cold start of the whole command is timed with farm-bench).
 static void BM_PredictResnet50(benchmark::State& state) { predict_resnet50(state, {}); }
 BENCHMARK(BM_PredictResnet50)->Unit(benchmark::kMillisecond);
+
+// The same, each prediction a first one: nothing inferred before is remembered.
+static void BM_PredictResnet50Cold(benchmark::State& state) { predict_resnet50(state, {}, true); }
+BENCHMARK(BM_PredictResnet50Cold)->Unit(benchmark::kMillisecond);
 
 // Issue 23: the same prediction in the modes speed-minded users run (channels_last, AdamW,
 // torch.compile with CUDA graphs): at most twice BM_PredictResnet50.

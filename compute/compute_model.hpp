@@ -2,7 +2,9 @@
 // Compute models: predict one kernel's time on one GPU. Implementations live in compute/impl/
 // (roofline/, mlp/) and are chosen by name.
 #include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -62,6 +64,40 @@ class RememberingComputeModel : public ComputeModel {
   mutable std::deque<Entry> recent_;  // most recent first
   mutable size_t misses_ = 0;
 };
+
+// Kernels that price alike: every field but the layer index (for tables of kernel times).
+struct SamePricedKernel {
+  bool operator()(const KernelDesc& a, const KernelDesc& b) const;
+};
+struct PricedKernelHash {
+  size_t operator()(const KernelDesc& k) const;
+};
+
+// A kernel's half-batch twin: the same kernel with its batch field (batch_shape_field) halved and
+// its FLOPs and bytes recomputed (set_cost). None where the kernel has no batch field or it is odd
+// (no exact half batch).
+std::optional<KernelDesc> half_batch_twin(const KernelDesc& k);
+
+// Kernel times that never fall as the batch grows. A bigger batch is more work of the same kind on
+// the same GPU, and a GPU does not finish more work sooner: a kernel over 2N samples can always be
+// run as its N-sample half plus more. The measured predictors do not know that: fitted to noisy
+// times of discrete algorithms (cuDNN's and cuBLAS's choice changes with the shape), their outputs
+// fall where the data's did or the fit wiggles, at tiny sizes most (alexnet's bf16 gemm bwd_weight on
+// h100-sxm: 23.6 us at batch 1, 17.9 at 2); carried to another GPU, so do the carry's two branches
+// (compute/impl/mlp/mlp_model.cpp). So a kernel takes the larger of its own time and its half-batch
+// twin's, recursively down the ladder of halvings:
+//     t(k) = max(raw(k), t(half_batch_twin(k)))      where `ladders(k)` and a twin exists,
+//     t(k) = raw(k)                                   otherwise,
+// which makes t(2N) >= t(N) for every N on every doubling ladder (1, 2, 4, ...; 3, 6, 12, ...), and
+// leaves a kernel whose time already never falls down its ladder exactly as it was. `ladders` says
+// which kernels take a ladder (a model monotone by construction, as the roofline is, needs none).
+// Every distinct kernel (ks and the twins, the layer index ignored) is priced once, in one call of
+// `raw` (a predictor infers them as one batch): the first `own` kernels of its list are ks's, the
+// rest twins. The result keeps the kernel's own flags (source, bound, in_range); only the seconds
+// can rise.
+using RawTimes = std::function<void(const std::vector<KernelDesc>&, std::vector<KernelTime>&, size_t own)>;
+void batch_monotone_times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out, const RawTimes& raw,
+                          const std::function<bool(const KernelDesc&)>& ladders);
 
 // Compute models by name; each registers itself in its impl/ file (DTSIM_REGISTER): "roofline",
 // "mlp" (measured predictors, scaled by the roofline ratio to GPUs never measured) and "auto" (mlp

@@ -138,6 +138,16 @@ MathMode math_mode_for(KernelKind kind, Precision p) {
   }
 }
 
+int batch_shape_field(const KernelDesc& k) {
+  switch (k.kind) {
+    case KernelKind::Gemm: return k.pass == Pass::BwdWeight ? 2 : 0;  // {out_f, in_f, rows} against {rows, ...}
+    case KernelKind::Eltwise:
+    case KernelKind::SgdUpdate:
+    case KernelKind::AdamUpdate: return -1;
+    default: return 0;  // N, rows or elements
+  }
+}
+
 const std::vector<const char*>& kernel_shape_fields(KernelKind k) {
   static const std::vector<const char*> conv = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "groups"};
   static const std::vector<const char*> gemm = {"M", "N", "K", "transA", "transB"};

@@ -118,6 +118,14 @@ bool pytorch_runs_native_depthwise(const KernelDesc& k);
 // A program-lifetime copy of a variant name (thread-safe), for KernelDesc::variant.
 const char* intern_variant(const std::string& name);
 
+// The shape field that grows in proportion to the batch as the lowering builds kernels: the batch
+// itself (conv2d, batchnorm, pool, softmax_ce, attention: N), the rows made of it (gemm fwd and
+// bwd_data: M; gemm bwd_weight: K, its reduction over the rows; layernorm, embedding: rows), or the
+// elements (activation, add, concat, dropout). -1 where no single field does: eltwise (its read and
+// written counts need not both grow: a bias gradient writes one value per channel) and the optimizer
+// updates (parameters only).
+int batch_shape_field(const KernelDesc& k);
+
 // Bytes per element of the tensors a kernel of this math mode reads and writes.
 int element_bytes(MathMode m);
 

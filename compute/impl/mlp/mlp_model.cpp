@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "compute/impl/roofline/roofline_model.hpp"
@@ -98,7 +99,7 @@ std::vector<double> ratio_bases(const PredictorSet& set, const std::vector<Kerne
   }
   if (twins.empty()) return out;
   std::vector<KernelTime> t;
-  base().times(twins, t);
+  base().raw_times(twins, t);
   for (size_t j = 0; j < twins.size(); ++j) {
     if (t[j].source != TimeSource::Mlp) continue;  // the twin takes the roofline: no measured base
     out[at[j]] = t[j].seconds;
@@ -158,6 +159,82 @@ std::string MlpComputeModel::note() const {
 }
 
 void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const {
+  // The roofline is monotone in the batch by construction: only kernels a measured predictor may
+  // time take the ladder.
+  batch_monotone_times(
+      ks, out, [this](const std::vector<KernelDesc>& list, std::vector<KernelTime>& t, size_t own) { floored_ += raw_times(list, t, own); },
+      [this](const KernelDesc& k) {
+        const std::string key = predictor_key(k);
+        for (const auto& s : sources_)
+          if (s.set->find(key)) return true;
+        return false;
+      });
+}
+
+namespace {
+
+// What each shipped predictor set predicted for each kernel on its own GPU, for the life of the
+// process. A prediction depends on the predictor and the kernel only (the carry to the target comes
+// after; a ratio predictor's base is the set's own GPU's time of the kernel's contiguous twin), so
+// every model that draws on the set shares it: the what-if GPUs a prediction names its bottleneck
+// with (2x FLOP/s, 2x memory bandwidth) reuse the prediction's own inferences, and a sweep's batch
+// sizes the rungs of each other's batch ladders. Sets come from cached_predictors, which keeps them
+// for the process, so their addresses name them. Bounded: a table that outgrows kMaxRemembered kernels
+// starts again.
+struct Remembered {
+  double seconds;
+  bool in_range;
+};
+constexpr size_t kMaxRemembered = size_t{1} << 18;
+std::mutex remembered_mu;
+std::map<const PredictorSet*, std::unordered_map<KernelDesc, Remembered, PricedKernelHash, SamePricedKernel>> remembered;
+
+}  // namespace
+
+void forget_predictions() {
+  std::lock_guard<std::mutex> lock(remembered_mu);
+  remembered.clear();
+}
+
+void MlpComputeModel::remembered_predict(const Source& src, const std::vector<KernelDesc>& ks, std::vector<double>& seconds,
+                                         std::vector<bool>& in_range) const {
+  seconds.assign(ks.size(), std::numeric_limits<double>::quiet_NaN());
+  in_range.assign(ks.size(), true);
+  std::vector<size_t> unknown;
+  {
+    std::lock_guard<std::mutex> lock(remembered_mu);
+    const auto& table = remembered[src.set.get()];
+    for (size_t j = 0; j < ks.size(); ++j) {
+      const auto it = table.find(ks[j]);
+      if (it == table.end()) {
+        unknown.push_back(j);
+        continue;
+      }
+      seconds[j] = it->second.seconds;
+      in_range[j] = it->second.in_range;
+    }
+  }
+  if (unknown.empty()) return;
+  std::vector<KernelDesc> batch;
+  for (size_t j : unknown) batch.push_back(ks[j]);
+  // Ratio predictors multiply their base, the contiguous twin's time on the source's own GPU.
+  std::vector<bool> base_in_range, inside;
+  std::vector<double> bases, predicted;
+  if (src.set->has_ratio_predictors)
+    bases = ratio_bases(*src.set, batch, [&]() -> const MlpComputeModel& { return base_model(src); }, &base_in_range);
+  src.set->predict(batch, predicted, &inside, bases.empty() ? nullptr : &bases);
+  for (size_t j = 0; j < base_in_range.size(); ++j) inside[j] = inside[j] && base_in_range[j];
+  std::lock_guard<std::mutex> lock(remembered_mu);
+  auto& table = remembered[src.set.get()];
+  if (table.size() + batch.size() > kMaxRemembered) table.clear();
+  for (size_t u = 0; u < unknown.size(); ++u) {
+    seconds[unknown[u]] = predicted[u];
+    in_range[unknown[u]] = inside[u];
+    table.emplace(batch[u], Remembered{predicted[u], inside[u]});
+  }
+}
+
+size_t MlpComputeModel::raw_times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out, size_t counted) const {
   out.resize(ks.size());
   RooflineModel target_roof(target_);
   for (size_t i = 0; i < ks.size(); ++i) out[i] = target_roof.time(ks[i]);
@@ -178,13 +255,7 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
     const bool in_range_only = rounds == 2 && step < sources_.size();
     batch.clear();
     for (size_t i : open) batch.push_back(ks[i]);
-    // Ratio predictors multiply their base, the contiguous twin's time on the source's own GPU.
-    std::vector<bool> base_in_range;
-    std::vector<double> bases;
-    if (src.set->has_ratio_predictors)
-      bases = ratio_bases(*src.set, batch, [&]() -> const MlpComputeModel& { return base_model(src); }, &base_in_range);
-    src.set->predict(batch, measured, &in_range, bases.empty() ? nullptr : &bases);
-    for (size_t j = 0; j < base_in_range.size(); ++j) in_range[j] = in_range[j] && base_in_range[j];
+    remembered_predict(src, batch, measured, in_range);
     RooflineModel measured_roof(src.gpu);
     std::vector<size_t> still;
     for (size_t j = 0; j < open.size(); ++j) {
@@ -202,12 +273,12 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
       const double floor_s = physics_floor_s(batch[j], target_);
       if (t.seconds < floor_s) {
         t.seconds = floor_s;
-        ++floored;
+        floored += open[j] < counted;
       }
     }
     open.swap(still);
   }
-  floored_ += floored;
+  return floored;
 }
 
 KernelTime MlpComputeModel::time(const KernelDesc& k) const {

@@ -5,6 +5,7 @@
 // scaling on any other. Kernels no measured GPU has a predictor for take the target's roofline time, and
 // so do convolutions, matmuls and attention that run on tensor cores on only one of the two GPUs.
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,9 @@ namespace dtsim::mlp {
 bool have_predictors();
 
 class MlpComputeModel;
+
+// Drops every predictor output MlpComputeModel remembers (benchmarks of a first prediction; tests).
+void forget_predictions();
 
 // The base times a predictor set's ratio predictors multiply (Mlp::ratio_of): for each kernel whose
 // predictor in `set` is a ratio predictor, its contiguous twin's time by `base` (a measured compute
@@ -40,14 +44,20 @@ class MlpComputeModel : public ComputeModel {
   std::string name() const override { return "mlp"; }
   std::string note() const override;
   KernelTime time(const KernelDesc& k) const override;
+  // Each kernel no faster than its half-batch twin, recursively (batch_monotone_times): raw_times
+  // under the batch ladder.
   void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override;
+  // The times before the batch ladder: each kernel's predictor, carried to the target and floored by
+  // physics. The ratio predictors' bases are these, as the trainer scored them (ratio_bases). Returns
+  // how many of the first `counted` kernels were raised to the physics floor.
+  size_t raw_times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out, size_t counted = SIZE_MAX) const;
 
   // The closest measured GPU (the target itself when it has predictors).
   const GpuSpec& measured_gpu() const { return sources_.front().gpu; }
   // Whether a measured predictor (rather than the roofline) times this kernel.
   bool covers(const KernelDesc& k) const;
-  // Kernels whose predicted time fell below physics_floor_s and was raised to it (tests and diagnosis:
-  // the predictors themselves should not go there).
+  // Distinct kernels of times()'s lists whose predicted time fell below physics_floor_s and was
+  // raised to it (tests and diagnosis: the predictors themselves should not go there).
   size_t floored() const { return floored_; }
 
  private:
@@ -57,6 +67,8 @@ class MlpComputeModel : public ComputeModel {
   };
   // Whether a source's measured time of k may be scaled to the target (same kind of math unit).
   bool carries(const Source& s, const KernelDesc& k) const;
+  // src.set->predict(ks), each kernel inferred once for the process (forget_predictions).
+  void remembered_predict(const Source& src, const std::vector<KernelDesc>& ks, std::vector<double>& seconds, std::vector<bool>& in_range) const;
   // The model that times a source's ratio predictors' bases on the source's own GPU: this one where the
   // source is the target, else one made for the source's GPU when first needed.
   const MlpComputeModel& base_model(const Source& s) const;
