@@ -63,6 +63,12 @@ static void BM_PredictResnet50Modes(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictResnet50Modes)->Unit(benchmark::kMillisecond);
 
+// The same, each a first one: issue 23's budget compares it with BM_PredictResnet50Cold.
+static void BM_PredictResnet50ModesCold(benchmark::State& state) {
+  predict_resnet50(state, StepMode{MemoryFormat::ChannelsLast, Optimizer::AdamW, Execution::CompileCudaGraphs}, true);
+}
+BENCHMARK(BM_PredictResnet50ModesCold)->Unit(benchmark::kMillisecond);
+
 // Issue 4: every kernel of resnet50 at one batch size through the measured predictors: at most 1 ms.
 static void BM_KernelPredictorsResnet50(benchmark::State& state) {
   if (!mlp::have_predictors()) {
@@ -76,12 +82,35 @@ static void BM_KernelPredictorsResnet50(benchmark::State& state) {
   mlp::MlpComputeModel model(load_gpu("h100-sxm"));
   std::vector<KernelTime> out;
   for (auto _ : state) {
-    model.times(all, out);
+    mlp::forget_predictions();  // each pass infers every kernel, as a first prediction does
+    model.raw_times(all, out);  // the predictors themselves, without the batch ladder's extra rungs
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["kernels"] = static_cast<double>(all.size());
 }
 BENCHMARK(BM_KernelPredictorsResnet50)->Unit(benchmark::kMicrosecond);
+
+// The same kernels as a prediction times them: each no faster than its half-batch twin, so a batch
+// of 64 also infers its twins at 32, 16, ..., 1 (compute_model.hpp batch_monotone_times).
+static void BM_KernelTimesLadderResnet50(benchmark::State& state) {
+  if (!mlp::have_predictors()) {
+    state.SkipWithError("no shipped predictors");
+    return;
+  }
+  auto k = lower_iteration(load_model("resnet50"), 64, Precision::FP32);
+  std::vector<KernelDesc> all = k.forward;
+  all.insert(all.end(), k.backward.begin(), k.backward.end());
+  all.insert(all.end(), k.update.begin(), k.update.end());
+  mlp::MlpComputeModel model(load_gpu("h100-sxm"));
+  std::vector<KernelTime> out;
+  for (auto _ : state) {
+    mlp::forget_predictions();
+    model.times(all, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["kernels"] = static_cast<double>(all.size());
+}
+BENCHMARK(BM_KernelTimesLadderResnet50)->Unit(benchmark::kMicrosecond);
 
 // Issue 7: `dtsim predict` of resnet50 in at most 150 ms wall from a cold start: the whole process
 // (exec, dynamic linking, configs and predictors loaded, the prediction, the report), output to

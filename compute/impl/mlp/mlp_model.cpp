@@ -180,7 +180,8 @@ namespace {
 // with (2x FLOP/s, 2x memory bandwidth) reuse the prediction's own inferences, and a sweep's batch
 // sizes the rungs of each other's batch ladders. Sets come from cached_predictors, which keeps them
 // for the process, so their addresses name them. Bounded: a table that outgrows kMaxRemembered kernels
-// starts again.
+// starts again. A ratio predictor's output is not remembered: its base is timed by the model that asks
+// (base_model: the target itself where it has predictors, so a what-if GPU's physics floor enters it).
 struct Remembered {
   double seconds;
   bool in_range;
@@ -230,7 +231,8 @@ void MlpComputeModel::remembered_predict(const Source& src, const std::vector<Ke
   for (size_t u = 0; u < unknown.size(); ++u) {
     seconds[unknown[u]] = predicted[u];
     in_range[unknown[u]] = inside[u];
-    table.emplace(batch[u], Remembered{predicted[u], inside[u]});
+    const bool used_base = !bases.empty() && !std::isnan(bases[u]);
+    if (!used_base) table.emplace(batch[u], Remembered{predicted[u], inside[u]});
   }
 }
 
