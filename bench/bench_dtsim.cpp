@@ -69,8 +69,9 @@ static void BM_PredictResnet50ModesCold(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictResnet50ModesCold)->Unit(benchmark::kMillisecond);
 
-// Issue 4: every kernel of resnet50 at one batch size through the measured predictors: at most 1 ms.
-static void BM_KernelPredictorsResnet50(benchmark::State& state) {
+// Every kernel of resnet50's step at batch 64, fp32, timed by h100-sxm's predictors, nothing
+// remembered between passes; ladder: as a prediction times them (times), else the predictors alone (raw_times).
+static void time_resnet50_kernels(benchmark::State& state, bool ladder) {
   if (!mlp::have_predictors()) {
     state.SkipWithError("no shipped predictors");
     return;
@@ -83,33 +84,20 @@ static void BM_KernelPredictorsResnet50(benchmark::State& state) {
   std::vector<KernelTime> out;
   for (auto _ : state) {
     mlp::forget_predictions();  // each pass infers every kernel, as a first prediction does
-    model.raw_times(all, out);  // the predictors themselves, without the batch ladder's extra rungs
+    if (ladder) model.times(all, out);
+    else model.raw_times(all, out);
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["kernels"] = static_cast<double>(all.size());
 }
+
+// Issue 4: every kernel of resnet50 at one batch size through the measured predictors: at most 1 ms.
+static void BM_KernelPredictorsResnet50(benchmark::State& state) { time_resnet50_kernels(state, false); }
 BENCHMARK(BM_KernelPredictorsResnet50)->Unit(benchmark::kMicrosecond);
 
 // The same kernels as a prediction times them: each no faster than its half-batch twin, so a batch
 // of 64 also infers its twins at 32, 16, ..., 1 (compute_model.hpp batch_monotone_times).
-static void BM_KernelTimesLadderResnet50(benchmark::State& state) {
-  if (!mlp::have_predictors()) {
-    state.SkipWithError("no shipped predictors");
-    return;
-  }
-  auto k = lower_iteration(load_model("resnet50"), 64, Precision::FP32);
-  std::vector<KernelDesc> all = k.forward;
-  all.insert(all.end(), k.backward.begin(), k.backward.end());
-  all.insert(all.end(), k.update.begin(), k.update.end());
-  mlp::MlpComputeModel model(load_gpu("h100-sxm"));
-  std::vector<KernelTime> out;
-  for (auto _ : state) {
-    mlp::forget_predictions();
-    model.times(all, out);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.counters["kernels"] = static_cast<double>(all.size());
-}
+static void BM_KernelTimesLadderResnet50(benchmark::State& state) { time_resnet50_kernels(state, true); }
 BENCHMARK(BM_KernelTimesLadderResnet50)->Unit(benchmark::kMicrosecond);
 
 // Issue 7: `dtsim predict` of resnet50 in at most 150 ms wall from a cold start: the whole process
