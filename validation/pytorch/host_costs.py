@@ -13,8 +13,9 @@ phase, and the difference between the two depths divided by the number of extra 
 time one more such layer costs, whatever the iteration's fixed costs. fp32 and bf16 autocast.
 
 --optimizer adamw|adam prices the step with that torch.optim optimizer (foreach, as PyTorch's default)
-instead of SGD with momentum. --compile wraps the DDP module in torch.compile (default mode: Inductor,
-no CUDA graphs; the warm-up iterations compile it), so the differences are the host time of one more
+instead of SGD with momentum. --execution compile (or --compile) wraps the DDP module in torch.compile
+(default mode: Inductor, no CUDA graphs; the warm-up iterations compile it; --execution
+compile-cuda-graphs: mode="reduce-overhead"), so the differences are the host time of one more
 layer's generated kernels and library calls as the compiled wrapper issues them; the kind
 conv_bn_relu (a convolution, batchnorm and ReLU, the block Inductor fuses around) is meant for it,
 and measured eager as well it is the comparison.
@@ -135,7 +136,7 @@ def make_optimizer(name, params):
     return torch.optim.SGD(params, lr=1e-3, momentum=0.9, weight_decay=1e-4)
 
 
-def measure(kind, depth, prec, iters, warmup, device, optimizer="sgd", compiled=False):
+def measure(kind, depth, prec, iters, warmup, device, optimizer="sgd", execution="eager"):
     # A first layer with parameters keeps autograd running through parameter-free chains (relu, pool).
     seq = kind in SEQUENCE_KINDS
     c, hw = CNN_SHAPE["channels"], CNN_SHAPE["size"]
@@ -146,9 +147,9 @@ def measure(kind, depth, prec, iters, warmup, device, optimizer="sgd", compiled=
         model = model.to(memory_format=torch.channels_last)
     ddp = DDP(model, device_ids=[device.index])
     opt = make_optimizer(optimizer, ddp.parameters())
-    if compiled:
+    if execution != "eager":
         torch._dynamo.reset()  # each depth compiles afresh
-        ddp = torch.compile(ddp)
+        ddp = torch.compile(ddp, mode="reduce-overhead" if execution == "compile-cuda-graphs" else "default")
     x = torch.randn((1, 16, 64) if seq else (1, 64) if kind == "linear" else (1, c, hw, hw), device=device)
     if cl:
         x = x.contiguous(memory_format=torch.channels_last)
@@ -184,8 +185,8 @@ def run(rank, a):
     for kind in a.kinds.split(","):
         out["layers"][kind] = {}
         for prec in a.precisions.split(","):
-            s = measure(kind, a.shallow, prec, a.iters, a.warmup, device, a.optimizer, a.compile)
-            d = measure(kind, a.deep, prec, a.iters, a.warmup, device, a.optimizer, a.compile)
+            s = measure(kind, a.shallow, prec, a.iters, a.warmup, device, a.optimizer, a.execution)
+            d = measure(kind, a.deep, prec, a.iters, a.warmup, device, a.optimizer, a.execution)
             n = a.deep - a.shallow
             per = {k: (dv - sv) / n for k, sv, dv in zip(("fwd_s", "bwd_s", "step_s"), s, d)}
             out["layers"][kind][prec] = {k: float(f"{v:.4g}") for k, v in per.items()}
@@ -198,8 +199,10 @@ def run(rank, a):
     if rank != 0:
         return
     out["optimizer"] = a.optimizer
-    out["execution"] = "compile" if a.compile else "eager"
-    out["method"] = (f"DDP (world {a.gpus}, one process per GPU{', torch.compile default mode' if a.compile else ''}, "
+    out["execution"] = a.execution
+    mode = {"eager": "", "compile": ", torch.compile default mode",
+            "compile-cuda-graphs": ", torch.compile mode='reduce-overhead' (CUDA graphs)"}[a.execution]
+    out["method"] = (f"DDP (world {a.gpus}, one process per GPU{mode}, "
                      f"torch.optim {a.optimizer} foreach) chains of {a.shallow} and {a.deep} identical layers on "
                      f"a 1 x {a.channels} x {a.size} x {a.size} {a.memory_format} input (CNN kinds), {a.iters} iterations after {a.warmup}; median host time (perf_counter) of forward "
                      f"(zero_grad + forward + loss), backward and optimizer step; per layer = (deep - shallow) "
@@ -231,7 +234,12 @@ def main():
     ap.add_argument("--port", type=int, default=29561)
     ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adamw", "adam"),
                     help="the step's optimizer (foreach); sgd is SGD with momentum 0.9 and weight decay, as before")
-    ap.add_argument("--compile", action="store_true", help="torch.compile the DDP module (default mode, no CUDA graphs)")
+    ap.add_argument("--execution", default="eager", choices=("eager", "compile", "compile-cuda-graphs"),
+                    help="eager, or torch.compile the DDP module: default mode (compile) or mode='reduce-overhead' "
+                         "(compile-cuda-graphs: the compiled forward and backward replay as CUDA graphs, so what "
+                         "one more layer costs is what stays on the host: its parameters' DDP and autograd work)")
+    ap.add_argument("--compile", dest="execution", action="store_const", const="compile",
+                    help="the same as --execution compile")
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--channels", type=int, default=8, help="the CNN kinds' channels (a 1 x C x S x S input)")
     ap.add_argument("--size", type=int, default=8, help="the CNN kinds' image side S")

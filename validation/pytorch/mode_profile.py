@@ -11,7 +11,9 @@ Per configuration DIR gets <model>_b<batch>_<precision>_<format>_<optimizer>_<ex
   - GPU time per kernel name (us per iteration, mean over the profiled iterations) and launches;
   - the launch sequence of the last profiled iteration (start offset, duration, name), which shows
     the order, and so which layer a kernel belongs to;
-  - wall time per iteration without the profiler and the CPU time of the optimizer step.
+  - wall time per iteration without the profiler and the CPU time of the optimizer step;
+  - the host's side: self CPU time and calls per iteration of the 40 host ops that take most of it
+    (torch.profiler's key_averages), which shows what a step pays the host where no kernel is issued.
 """
 import argparse, collections, os, time
 
@@ -96,6 +98,11 @@ def profile_config(dev, model_name, batch, prec, fmt, optimizer, execution, iter
         f.write("## by name: us per iteration, launches per iteration, name\n")
         for kname, (us, n) in sorted(per.items(), key=lambda kv: -kv[1][0]):
             f.write(f"{us:10.1f} {n // iters:5d}  {kname[:200]}\n")
+        host = sorted((e for e in prof.key_averages() if e.self_cpu_time_total > 0), key=lambda e: -e.self_cpu_time_total)
+        f.write(f"## host: self CPU us per iteration, calls per iteration, op (top 40; all ops: "
+                f"{sum(e.self_cpu_time_total for e in host) / iters:.1f} us)\n")
+        for e in host[:40]:
+            f.write(f"{e.self_cpu_time_total / iters:10.1f} {e.count / iters:7.1f}  {e.key[:160]}\n")
         f.write(f"## launch sequence of the last iteration ({len(last)} launches): start offset us, duration us, name\n")
         t_first = last[0][0] if last else 0
         for start, dur, kname in last:
