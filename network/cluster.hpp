@@ -132,6 +132,15 @@ struct FrameworkHostCosts {
   // key's cost) unless the profile has `compiled_host`.
   bool compiled_host_as_eager = false;
   double compiled_graph_host_s = 0;  // per graph DDPOptimizer cuts the step into, forward and backward together
+  // torch.compile mode="reduce-overhead": the compiled module's kernels replay as CUDA graphs, but the
+  // host still pays per layer in each pass (the replays' input and output bookkeeping, autograd's and
+  // DDP's work per parameter outside the graphs) and per step (model_host_time.py at batch 1 on one
+  // H200: resnet18 8.2 ms, densenet121 40 ms of host time a step; sim/schedule.cpp
+  // compiled_host_shares). All 0 (the replay costs the host nothing) unless the profile has
+  // `compiled_cuda_graphs_host`.
+  double replay_host_per_step_s = 0;
+  double replay_host_per_layer_fwd_s = 0;
+  double replay_host_per_layer_bwd_s = 0;
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

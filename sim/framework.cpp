@@ -133,6 +133,13 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
     f.compiled_graph_host_s = h.number("per_graph_s", 0.0, 1.0);
     h.reject_unknown();
   }
+  if (o.has("compiled_cuda_graphs_host")) {
+    JsonObject h = o.object("compiled_cuda_graphs_host");
+    f.replay_host_per_step_s = h.number("per_step_s", 0.0, 1.0);
+    f.replay_host_per_layer_fwd_s = h.number("per_layer_fwd_s", 0.0, 0.01);
+    f.replay_host_per_layer_bwd_s = h.number("per_layer_bwd_s", 0.0, 0.01);
+    h.reject_unknown();
+  }
   if (o.has("sources")) {
     const Json& s = o.raw("sources");
     if (!s.is_object()) o.fail("sources", "must be an object");

@@ -87,6 +87,9 @@ struct ScheduleOptions {
   double compiled_ddp_split_copy_bandwidth_fraction = 0;  // FrameworkSpec's; 0: no copies
   bool compiled_host_as_eager = false;  // FrameworkSpec's
   double compiled_graph_host_s = 0;     // FrameworkSpec's
+  double replay_host_per_step_s = 0;       // FrameworkSpec's
+  double replay_host_per_layer_fwd_s = 0;  // FrameworkSpec's
+  double replay_host_per_layer_bwd_s = 0;  // FrameworkSpec's
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
   // CUDA graphs replay captured kernels without the host issuing each (host_captured()).

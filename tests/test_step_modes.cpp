@@ -1,6 +1,7 @@
 // Issue 23: the ways users run a step (channels_last, AdamW/Adam, CUDA graphs, torch.compile), as
 // properties over the zoo rather than examples: what each mode must never do.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include <string>
 
@@ -291,10 +292,66 @@ TEST_CASE("torch.compile without CUDA graphs costs the host what eager does, plu
       ClusterSpec per_kernel = c;
       per_kernel.framework.compiled_host_as_eager = false;
       CHECK(module_host_s(g, per_kernel, 16, Execution::Compile) != Approx(eager + graphs * fw.compiled_graph_host_s));
-      // CUDA graphs replay the module: no host time inside it.
-      CHECK(module_host_s(g, c, 16, Execution::CompileCudaGraphs) == 0);
+      // CUDA graphs replay the module: no host time inside it, unless the profile prices what the
+      // replay still costs (compiled_cuda_graphs_host; the next test).
+      if (fw.replay_host_per_step_s == 0 && fw.replay_host_per_layer_fwd_s == 0 && fw.replay_host_per_layer_bwd_s == 0)
+        CHECK(module_host_s(g, c, 16, Execution::CompileCudaGraphs) == 0);
+      ClusterSpec no_replay_cost = c;
+      no_replay_cost.framework.replay_host_per_step_s = no_replay_cost.framework.replay_host_per_layer_fwd_s =
+          no_replay_cost.framework.replay_host_per_layer_bwd_s = 0;
+      CHECK(module_host_s(g, no_replay_cost, 16, Execution::CompileCudaGraphs) == 0);
     }
   }
+}
+
+TEST_CASE("torch.compile with CUDA graphs: the replayed module costs the host per layer and per step, less than eager") {
+  // pytorch-ops's compiled_cuda_graphs_host (validation/scripts/replay_host_fit.py on model_host_time.py's
+  // batch-1 rows): each layer inside the module costs per_layer_fwd_s in the forward and
+  // per_layer_bwd_s in the backward, and the step per_step_s, shared by the pass's kernels.
+  const FrameworkProfile fw = load_framework("pytorch-ops");
+  REQUIRE(fw.replay_host_per_step_s > 0);
+  REQUIRE(fw.replay_host_per_layer_fwd_s > 0);
+  REQUIRE(fw.replay_host_per_layer_bwd_s > 0);
+  const ClusterSpec c = apply_framework(load_cluster("h200-sxm"), fw);
+  for (const char* name : {"resnet18", "resnet50", "mobilenet_v2", "vgg16", "densenet121", "googlenet"}) {
+    const Graph g = load_model(name);
+    INFO(name);
+    TrainingConfig cfg;
+    cfg.batch_per_gpu = 16;
+    cfg.precision = Precision::BF16;
+    cfg.mode.execution = Execution::CompileCudaGraphs;
+    cfg.record_kernels = true;
+    std::set<int> fwd_layers, bwd_layers;
+    double host_s = 0;
+    for (const KernelSpan& k : predict(g, c, cfg).timeline.kernels)
+      if (k.pass != Pass::Update && k.kind != KernelKind::SoftmaxCE && std::string(k.variant) != "ddp_gradient_copy") {
+        (k.pass == Pass::Fwd ? fwd_layers : bwd_layers).insert(k.layer);
+        host_s += k.host_s;
+      }
+    REQUIRE(fwd_layers.size() > 10);
+    CHECK(host_s == Approx(fw.replay_host_per_step_s + fw.replay_host_per_layer_fwd_s * static_cast<double>(fwd_layers.size()) +
+                           fw.replay_host_per_layer_bwd_s * static_cast<double>(bwd_layers.size()))
+                        .epsilon(1e-9));
+    // Replaying costs the host less than issuing the same layers eagerly.
+    CHECK(host_s < module_host_s(g, c, 16, Execution::Eager));
+  }
+}
+
+TEST_CASE("a profile's compiled_cuda_graphs_host is checked") {
+  const auto parse = [](const std::string& v) {
+    return parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":1e-5,"iteration_overhead_s":0,"compiled_cuda_graphs_host":)" + v + "}"),
+                           "fw.json");
+  };
+  const FrameworkProfile ok = parse(R"({"per_step_s":1.7e-3,"per_layer_fwd_s":4.4e-5,"per_layer_bwd_s":6.4e-5})");
+  CHECK(ok.replay_host_per_step_s == 1.7e-3);
+  CHECK(ok.replay_host_per_layer_fwd_s == 4.4e-5);
+  CHECK(ok.replay_host_per_layer_bwd_s == 6.4e-5);
+  CHECK(parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":1e-5,"iteration_overhead_s":0})"), "fw.json").replay_host_per_step_s == 0);
+  CHECK_THROWS_WITH(parse(R"({"per_step_s":-1,"per_layer_fwd_s":0,"per_layer_bwd_s":0})"), Catch::Contains("fw.json") && Catch::Contains("per_step_s"));
+  CHECK_THROWS_WITH(parse(R"({"per_step_s":0,"per_layer_fwd_s":0})"), Catch::Contains("per_layer_bwd_s"));
+  CHECK_THROWS_WITH(parse(R"({"per_step_s":0,"per_layer_fwd_s":0,"per_layer_bwd_s":0.5})"), Catch::Contains("per_layer_bwd_s"));
+  CHECK_THROWS_WITH(parse(R"({"per_step_s":0,"per_layer_fwd_s":0,"per_layer_bwd_s":0,"per_graph_s":1})"), Catch::Contains("per_graph_s"));
+  CHECK_THROWS_WITH(parse("3"), Catch::Contains("compiled_cuda_graphs_host"));
 }
 
 TEST_CASE("a profile's compiled_host is checked") {
