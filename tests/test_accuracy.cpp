@@ -364,15 +364,18 @@ TEST_CASE("accuracy: torch.compile's default mode and channels_last AdamW under 
   // Twenty-fifth session: what a replayed compiled module still costs the host (compiled_cuda_graphs_host,
   // fitted on model_host_time.py's batch-1 rows by replay_host_fit.py; no step time entered it). The 27
   // compile-cuda-graphs runs (H100 4, H200 23): median 4.9% -> 4.7%, mean 10.6% -> 6.9%, max 48.7% ->
-  // 32.2%; the host-paced b64 steps had been priced as their GPU time, -17..-49%.
+  // 32.2%; the host-paced b64 steps had been priced as their GPU time, -17..-49%. Then three b32 runs
+  // predicted before they were measured (compile_graphs_held_out): googlenet +0.9%, mobilenet_v2 -1.2%,
+  // resnet50 -24.3% (the default profile, whose replay costs the host nothing: -59..-63%).
   std::vector<ValidationRow> graphs = folder("validation/data/h100-sxm/pytorch_modes/compile");
-  for (const char* f : {"validation/data/h200-sxm/pytorch_modes/compile", "validation/data/h200-sxm/pytorch_modes/compile_fp32"})
+  for (const char* f : {"validation/data/h200-sxm/pytorch_modes/compile", "validation/data/h200-sxm/pytorch_modes/compile_fp32",
+                        "validation/data/h200-sxm/pytorch_modes/compile_graphs_held_out"})
     for (const auto& r : folder(f)) graphs.push_back(r);
   graphs.erase(std::remove_if(graphs.begin(), graphs.end(), [](const ValidationRow& r) { return r.run.mode.execution != "compile-cuda-graphs"; }),
                graphs.end());
   Stats g = abs_errors(graphs);
   INFO("compile-cuda-graphs: runs " << g.n << ", median " << 100 * g.median << "%, mean " << 100 * g.mean << "%, max " << 100 * g.max << "%");
-  CHECK(g.n == 27);
+  CHECK(g.n == 30);
   CHECK(g.median <= 0.05);  // issue 23's overall target is 10%
   CHECK(g.mean <= 0.075);
   CHECK(g.max <= 0.33);     // googlenet b64 +32.2% (measured 15.3 ms, its batch-1 host 19.0 ms on another machine)
