@@ -15,7 +15,8 @@ class ValidateCommand : public Command {
     auto* c = app.add_subcommand("validate", "Predict measured runs (dtsim-measured-run/1 JSON) and report the errors");
     c->add_option("--measured", measured_, "Measured-run JSON file or folder of them (repeatable)")->required();
     c->add_option("--framework", opt_.framework,
-                  "Framework profile (configs/frameworks: " + join_names(framework_presets()) + ") or JSON file; default: each run's own framework");
+                  "Framework profile (configs/frameworks: " + join_names(framework_presets()) + ") or JSON file; default: each run's own framework's (" +
+                      std::string(kDefaultFrameworkProfile) + " for PyTorch's runs, harness for the harness's)");
     c->add_option("--cluster", opt_.cluster,
                   "Cluster preset name or JSON file to predict every run on (its GPU must be the runs'); default: each run's GPU preset")
         ->check([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); });

@@ -8,17 +8,18 @@ sources.training_runs), and the H200 "H100 predictors only" row hides h200-sxm's
 
   python3 docs/accuracy_summary.py [path/to/dtsim]          # the summary table and weak scaling
   python3 docs/accuracy_summary.py --runs [path/to/dtsim]   # the per-run tables of the H100 runs
+  python3 docs/accuracy_summary.py --profiles [path/to/dtsim]  # every PyTorch folder under both PyTorch profiles
 """
 import csv, io, json, os, shutil, statistics as st, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ARGS = [a for a in sys.argv[1:] if a != "--runs"]
+ARGS = [a for a in sys.argv[1:] if a not in ("--runs", "--profiles")]
 DTSIM = ARGS[0] if ARGS else os.path.join(ROOT, "build", "dtsim")
 DATA = os.path.join(ROOT, "validation", "data")
 
 
-def validate(folders, env=None):
-    cmd = [DTSIM, "validate", "--format", "csv"]
+def validate(folders, env=None, framework=None):
+    cmd = [DTSIM, "validate", "--format", "csv"] + (["--framework", framework] if framework else [])
     for f in folders:
         cmd += ["--measured", os.path.join(DATA, f)]
     out = subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
@@ -62,9 +63,48 @@ def per_run_tables():
         print()
 
 
+def pytorch_folders():
+    """Every folder under validation/data that holds measured PyTorch runs (emulated clusters left out:
+    they are predicted on their calibrated clusters, docs/accuracy.md)."""
+    out = set()
+    for d, _, files in os.walk(DATA):
+        if "emulated" in d:
+            continue
+        for name in files:
+            if not name.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(d, name)) as f:
+                    doc = json.load(f)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(doc, dict) and "measured-run" in doc.get("schema", "") and doc.get("framework") == "pytorch":
+                out.add(os.path.relpath(d, DATA))
+                break
+    return sorted(out)
+
+
+def profiles_table():
+    """Median / mean / max absolute error of every PyTorch folder under `pytorch` and `pytorch-ops`."""
+    print("| folder | runs | pytorch: median / mean / max | pytorch-ops (default): median / mean / max |")
+    print("|---|---:|---|---|")
+    every = {"pytorch": [], "pytorch-ops": []}
+    fmt = lambda e: f"{100 * st.median(e):.1f}% / {100 * st.mean(e):.1f}% / {100 * max(e):.1f}%"
+    for folder in pytorch_folders():
+        cells = []
+        for fw in ("pytorch", "pytorch-ops"):
+            e = [abs(float(r["error"])) for r in validate([folder], framework=fw)]
+            every[fw] += e
+            cells.append(fmt(e))
+        print(f"| {folder} | {len(e)} | {cells[0]} | {cells[1]} |")
+    print(f"| all | {len(every['pytorch'])} | {fmt(every['pytorch'])} | {fmt(every['pytorch-ops'])} |")
+
+
 def main():
     if "--runs" in sys.argv[1:]:
         return per_run_tables()
+    if "--profiles" in sys.argv[1:]:
+        return profiles_table()
     h_runs = validate(["h100-sxm/runs"])
     h_pt = validate(["h100-sxm/pytorch"])
     h_settled = validate(["h100-sxm/pytorch_settled"])
@@ -76,7 +116,7 @@ def main():
         g_h100_only = validate(["h200-sxm/runs", "h200-sxm/pytorch"], env)
 
     err = lambda rows: [float(r["error"]) for r in rows]
-    fit_h, fit_p = fit_runs("harness"), fit_runs("pytorch")
+    fit_h, fit_p = fit_runs("harness"), fit_runs("pytorch-ops")  # PyTorch's default profile
     pred = {r["run"]: float(r["predicted_ms"]) for r in h_runs}
     with open(os.path.join(DATA, "h100-sxm", "runs_repeat_x2.csv")) as f:
         rep = [r for r in csv.DictReader(x for x in f if not x.startswith("#"))]

@@ -152,6 +152,14 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
   return f;
 }
 
+// PyTorch is priced by default with its measured host costs (pytorch-ops: per layer type, at the
+// models' sizes, the host running ahead): over the 562 committed PyTorch runs 6.3% median / 12.3%
+// mean against 9.0% / 18.9% for `pytorch`, whose two host costs were fitted on four H100 runs
+// (twenty-fifth session; docs/accuracy.md, "Framework profiles").
+std::string default_framework_profile(const std::string& framework) {
+  return framework == "pytorch" ? kDefaultFrameworkProfile : framework;
+}
+
 std::vector<std::string> framework_presets() { return config_presets("frameworks"); }
 
 FrameworkProfile load_framework(const std::string& name_or_path) {

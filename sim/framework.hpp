@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/run_spec.hpp"
 #include "network/cluster.hpp"
 
 namespace dtsim {
@@ -20,6 +21,9 @@ struct FrameworkProfile : FrameworkHostCosts {
 // InputError naming the file, the JSON path and the rule.
 FrameworkProfile load_framework(const std::string& name_or_path);
 FrameworkProfile parse_framework(const Json& doc, const std::string& what);
+// The profile that prices a measured run of `framework` ("harness", "pytorch") when none is named,
+// (kDefaultFrameworkProfile for PyTorch's runs).
+std::string default_framework_profile(const std::string& framework);
 std::vector<std::string> framework_presets();
 
 // The cluster with the profile's host costs in its framework section.

@@ -26,11 +26,15 @@ struct StepModeNames {
   std::string execution = "eager";           // eager, cuda-graphs, compile, compile-cuda-graphs
 };
 
+// The framework profile that prices a step when none is named: PyTorch with its measured host costs
+// (sim/framework.cpp default_framework_profile says why).
+inline constexpr const char* kDefaultFrameworkProfile = "pytorch-ops";
+
 // A run as the user names it: the cluster and the framework profile by preset name or file, the
 // precision by name. training_config() (sim/predict.hpp) resolves it into a TrainingConfig.
 struct RunSpec : TrainingSettings, StepModeNames {
   std::string cluster = "h100-sxm";   // preset name or JSON file
-  std::string framework = "pytorch";  // host costs: configs/frameworks/NAME.json or a file
+  std::string framework = kDefaultFrameworkProfile;  // host costs: configs/frameworks/NAME.json or a file
   std::string precision = "fp32";     // parse_precision's names
   bool allow_unknown_ops = false;     // ONNX models: cost operators dtsim does not know by roofline
   int64_t seq_len = 0;                // language models: the sequence length (--seq-len); 0: the model's

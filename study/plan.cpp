@@ -72,6 +72,7 @@ struct Step {
   double gpu_free = 0, host = 0;  // at the end of the backward pass
   std::vector<double> update_host_s, update_s;
   size_t sync_after = 0;
+  bool host_runs_ahead = false;  // ScheduleOptions's: the host's issue time does not hold back a kernel's start
 };
 
 // One (cluster, what-if, bucket size): the cluster as predict sees it, and its steps by (precision, batch).
@@ -94,14 +95,18 @@ double replay(const Step& s, const std::vector<double>& allreduce_s) {
     comm_free = start + allreduce_s[j];
   }
   double host = s.host, gpu_free = s.gpu_free;
+  bool ahead = s.host_runs_ahead;
   for (size_t i = 0; i < s.update_s.size(); ++i) {
-    if (i == s.sync_after && i > 0) host = std::max(host, gpu_free);
+    if (i == s.sync_after && i > 0) {  // ComputeStream::host_syncs
+      if (ahead) gpu_free = std::max(gpu_free, host), ahead = false;
+      host = std::max(host, gpu_free);
+    }
     host += s.update_host_s[i];
-    const double start = std::max({gpu_free, host, comm_free});
+    const double start = std::max({gpu_free, ahead ? 0.0 : host, comm_free});
     gpu_free = start + s.update_s[i];
   }
   if (comm_free > gpu_free) gpu_free = comm_free;
-  return std::max(gpu_free, host);
+  return std::max(gpu_free, host);  // ComputeStream::finish: a host that ran ahead paces the step where it is slower
 }
 
 // Runs fn(i) for i in [0, n) on `threads` threads; items are taken in order, each by one thread.
@@ -337,6 +342,7 @@ void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Pre
     st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt));
   }
   st.sync_after = k.update_host_sync_after;
+  st.host_runs_ahead = opt.host_runs_ahead;
   st.scheduled = true;
 }
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sim/predict.hpp"
+#include "sim/run_spec.hpp"
 #include "sim/whatif.hpp"
 
 namespace dtsim {
@@ -36,7 +37,7 @@ struct PlanSpec {
   int64_t seq_len = 0;                        // language models: tokens per sequence (0: the model's context)
   std::vector<std::string> clusters{"h100-sxm"};  // presets or files
   std::optional<int64_t> cluster_nodes;       // every cluster's node count, if given
-  std::string framework = "pytorch";
+  std::string framework = kDefaultFrameworkProfile;
   std::string compute_model = "auto";
   std::optional<bool> overlap;
   std::vector<int64_t> gpus{1};

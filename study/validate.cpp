@@ -325,7 +325,7 @@ ValidationRow validate_run(const MeasuredRun& run, const ValidationOptions& opt)
       throw InputError(run.file + ": $.strategy.group_size", e.rule());
     }
   }
-  const FrameworkProfile f = load_framework(opt.framework.empty() ? run.framework : opt.framework);
+  const FrameworkProfile f = load_framework(opt.framework.empty() ? default_framework_profile(run.framework) : opt.framework);
   c = apply_framework(c, f);
   c.framework.first_bucket_bytes = run.first_bucket_bytes;
   c.framework.bucket_bytes = run.bucket_bytes;

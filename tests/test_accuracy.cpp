@@ -85,7 +85,11 @@ TEST_CASE("accuracy: PyTorch DDP and H200 runs no worse than reached (targets no
   // 12.7%. The over-priced optimizer had covered part of the host-paced b32 steps' missing host time
   // (resnet50 b32 on the H200 -9..-25% -> -15..-29%); with the measured host costs of pytorch-ops
   // every set improved (docs/accuracy.md, "PyTorch's optimizer as it runs").
-  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.11, 0.056}, Set{"validation/data/h200-sxm/runs", 0.105, 0.075},
+  // Twenty-fifth session: PyTorch's runs are priced by default with pytorch-ops (measured host costs,
+  // the host running ahead) instead of the `pytorch` profile fitted on four of the 73 H100 runs. Over
+  // all 562 committed PyTorch runs 9.0% / 18.9% -> 6.3% / 12.3% (median / mean); this H100 set, the
+  // fitted profile's own, 5.1% / 10.8% -> 6.8% / 13.8%; the H200 set 11.7% / 15.8% -> 8.2% / 14.8%.
+  for (const Set& set : {Set{"validation/data/h100-sxm/pytorch", 0.14, 0.07}, Set{"validation/data/h200-sxm/runs", 0.105, 0.075},
                          Set{"validation/data/h200-sxm/pytorch", 0.165, 0.13}}) {
     Stats s = abs_errors(validate_folder(set.folder));
     INFO(set.folder << ": runs " << s.n << ", mean " << 100 * s.mean << "%, median " << 100 * s.median << "%, max " << 100 * s.max << "%");
@@ -169,14 +173,17 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   // session; one factor per pass over cuDNN's had 43% / 18% MAPE on their shapes): H100 modes 4.5% ->
   // 2.6%, gpu_bound 3.8% -> 2.7%, gpu2 6.4% -> 5.8%, the H200's contiguous twins 3.5% -> 2.3%.
   for (const Case& c : {Case{"validation/data/h100-sxm/pytorch_modes", 74, 0.03}, Case{"validation/data/h100-sxm/pytorch_modes/gpu_bound", 17, 0.03},
-                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.06},
+                        // the default profile pytorch-ops (twenty-fifth session): gpu2 5.6% -> 6.5%,
+                        // compile 4.2% -> 4.1%, compile_fp32 3.6% -> 4.8% (its GPU-paced steps priced
+                        // 1 point shorter), contiguous 2.2% -> 2.6%, channels_last 3.6% -> 3.5%
+                        Case{"validation/data/h200-sxm/pytorch_modes/gpu2", 11, 0.066},
                         Case{"validation/data/h200-sxm/pytorch_modes/compile", 15, 0.045},
-                        Case{"validation/data/h200-sxm/pytorch_modes/compile_fp32", 8, 0.04},
+                        Case{"validation/data/h200-sxm/pytorch_modes/compile_fp32", 8, 0.049},
                         // eager channels_last on one H200 at a batch and its double, held out (twenty-second
                         // session): 3.8% over 24, SGD where the GPU paces 2.5%; AdamW's host-paced b128 -21..-45%
                         Case{"validation/data/h200-sxm/pytorch_modes/channels_last", 24, 0.04},
                         // and their contiguous twins (same session): 3.5% over 16
-                        Case{"validation/data/h200-sxm/pytorch_modes/contiguous", 16, 0.025}}) {
+                        Case{"validation/data/h200-sxm/pytorch_modes/contiguous", 16, 0.027}}) {
     Stats s = abs_errors(validate_folder(c.folder));
     INFO(c.folder << ": runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
     CHECK(s.n == c.runs);
@@ -208,11 +215,12 @@ TEST_CASE("accuracy: PyTorch runs in the training modes (issue 23), as reached")
   REQUIRE(paced.size() == 5);
   CHECK(paced[2] <= 0.03);
   CHECK(paced.back() <= 0.05);
-  // fp32, held out (twenty-second session): the four larger batches, -4.6..+2.9%.
+  // fp32, held out (twenty-second session): the four larger batches, -4.6..+2.9%; with the default
+  // profile pytorch-ops (twenty-fifth session) a median 4.0%, the worst 5.2%.
   const std::vector<double> paced_fp32 = paced_errors("validation/data/h200-sxm/pytorch_modes/compile_fp32");
   REQUIRE(paced_fp32.size() == 4);
-  CHECK((paced_fp32[1] + paced_fp32[2]) / 2 <= 0.04);
-  CHECK(paced_fp32.back() <= 0.05);
+  CHECK((paced_fp32[1] + paced_fp32[2]) / 2 <= 0.041);
+  CHECK(paced_fp32.back() <= 0.053);
 }
 
 TEST_CASE("accuracy: PyTorch transformer runs (issue 25), as reached") {

@@ -37,7 +37,7 @@ PlanSpec small_plan() {
 
 // The cluster exactly as `dtsim predict --cluster NAME [--nic-Gbps X] --bucket-mb B` builds it.
 ClusterSpec predict_cluster(const PlanConfig& c) {
-  ClusterSpec cl = apply_what_if(apply_framework(load_cluster(c.cluster), load_framework("pytorch")), c.what_if);
+  ClusterSpec cl = apply_what_if(apply_framework(load_cluster(c.cluster), load_framework(kDefaultFrameworkProfile)), c.what_if);
   set_bucket_mb(cl, c.bucket_mb, "--bucket-mb");
   return cl;
 }
@@ -117,7 +117,7 @@ TEST_CASE("plan: every configuration's time is predict()'s, not only the reporte
       for (const auto& prec : s.precisions)
         for (int64_t b : s.batches)
           for (int64_t g : s.gpus) {
-            ClusterSpec c = apply_framework(load_cluster(cl), load_framework("pytorch"));
+            ClusterSpec c = apply_framework(load_cluster(cl), load_framework(kDefaultFrameworkProfile));
             set_bucket_mb(c, mb, "--bucket-mb");
             TrainingConfig cfg;
             cfg.gpus = g;

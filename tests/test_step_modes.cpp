@@ -174,7 +174,7 @@ TEST_CASE("sweep files and sweeps price the run's mode, and name a wrong field")
   StepMode m;
   m.memory_format = MemoryFormat::ChannelsLast;
   m.optimizer = Optimizer::AdamW;
-  const ClusterSpec c = apply_framework(load_cluster("h100-sxm"), load_framework("pytorch"));
+  const ClusterSpec c = apply_framework(load_cluster("h100-sxm"), load_framework(kDefaultFrameworkProfile));
   CHECK(r.rows[0].p.iteration_s == Approx(iteration_s(load_model("resnet18"), c, 64, Precision::BF16, m)).epsilon(1e-9));
   CHECK_THROWS_WITH(parse_sweep(Json::parse(head + R"("optimizer":"lamb"})"), "s.json"), Catch::Contains("s.json") && Catch::Contains("$.optimizer"));
 }

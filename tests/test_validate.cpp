@@ -286,7 +286,7 @@ TEST_CASE("cli: validate a committed run, the summary last, exit 0") {
   Json doc = Json::parse(j.out);
   REQUIRE(doc["runs"].size() == 2);
   CHECK(doc["runs"][0]["framework_profile"] == "harness");
-  CHECK(doc["runs"][1]["framework_profile"] == "pytorch");
+  CHECK(doc["runs"][1]["framework_profile"] == kDefaultFrameworkProfile);
   CHECK(doc["runs"][0]["layers"].size() > 0);  // the harness profiles layers
   CHECK(doc["summary"][0]["runs"] == 2);
   auto csv = dtsim_cli("validate --format csv --measured " + run);
@@ -335,7 +335,7 @@ TEST_CASE("validate: fresh-process repeat runs with their host probe (ddp_refere
   REQUIRE(j.code == 0);
   Json doc = Json::parse(j.out);
   CHECK(doc["runs"].size() == 23);
-  for (const auto& r : doc["runs"]) CHECK(r["framework_profile"] == "pytorch");
+  for (const auto& r : doc["runs"]) CHECK(r["framework_profile"] == kDefaultFrameworkProfile);
   // the probe is accepted by name only: another unknown top-level field is still refused
   std::string tmp = (fs::temp_directory_path() / ("dtsim_probe_" + std::to_string(::getpid()) + ".json")).string();
   Json run = dtsim::load_json_file(dir + "/resnet50_b16_1gpu_fp32.json");
@@ -375,7 +375,7 @@ TEST_CASE("validate: a language model run's sequence_length is predicted as --se
   auto v = dtsim_cli("validate --format json --measured " + file);
   REQUIRE(v.code == 0);
   auto p = dtsim_cli("predict --model gpt2_small --gpus 1 --batch-per-gpu 16 --precision bf16 --optimizer adamw --seq-len 256 "
-                     "--cluster h100-sxm --framework pytorch --format json");
+                     "--cluster h100-sxm --format json");
   REQUIRE(p.code == 0);
   const Json vj = Json::parse(v.out), pj = Json::parse(p.out);
   REQUIRE(pj["sequence_length"] == 256);
