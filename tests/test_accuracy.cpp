@@ -352,14 +352,19 @@ TEST_CASE("accuracy: torch.compile's default mode and channels_last AdamW under 
     for (const auto& f : measured_run_files({std::string(DTSIM_SOURCE_DIR) + "/" + rel})) runs.push_back(parse_measured_run(load_json_file(f), f));
     return validate_runs(runs, opt);
   };
-  std::vector<ValidationRow> compiled = folder("validation/data/h200-sxm/pytorch_modes/compile_b16");
-  for (const auto& r : folder("validation/data/h200-sxm/pytorch_modes/compile_no_graphs")) compiled.push_back(r);
-  for (const auto& r : folder("validation/data/h200-sxm/pytorch_modes/compile_b32"))
-    if (r.run.mode.execution == "compile") compiled.push_back(r);  // measured after the profile was set
+  // Twenty-fifth session: this set had taken compile_b16's three eager twins for compiled runs and
+  // left host_paced's three compiled runs out; it now holds every default-mode compiled H200 run, with
+  // the first fp32 ones, predicted before they were measured (compile_fp32_default: resnet18 b128
+  // -3.4%, vgg16 b64 +2.9%, resnet50 b128 -5.2%, mobilenet_v2 b128 (host-paced) -25.2%). 21 runs:
+  // median 10.1%, mean 12.7%, max 35.2% (`pytorch`: 25.4% / 26.1% / 52.2%).
+  std::vector<ValidationRow> compiled;
+  for (const char* f : {"compile_b16", "compile_no_graphs", "compile_b32", "host_paced", "compile_fp32_default"})
+    for (const auto& r : folder(std::string("validation/data/h200-sxm/pytorch_modes/") + f))
+      if (r.run.mode.execution == "compile") compiled.push_back(r);
   Stats s = abs_errors(compiled);
   INFO("compile default mode: runs " << s.n << ", median " << 100 * s.median << "%, max " << 100 * s.max << "%");
-  CHECK(s.n == 17);
-  CHECK(s.median <= 0.11);  // reached 10.1% (the first 14: 11.7%); issue 23's overall target is 10%
+  CHECK(s.n == 21);
+  CHECK(s.median <= 0.105);  // reached 10.1%; issue 23's overall target is 10%
   CHECK(s.max <= 0.36);     // mobilenet_v2 b32 compiled +35.2%
   std::vector<ValidationRow> adamw;
   for (const auto& r : folder("validation/data/h200-sxm/pytorch_modes/channels_last"))
