@@ -95,7 +95,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="alexnet,vgg16,resnet18,resnet50,mobilenet_v2,densenet121,googlenet,inception_v3")
-    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--batch", default="1", help="batch per GPU; a comma-separated list runs each in turn, in one process")
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--modes", default="contiguous:sgd:eager",
                     help="memory_format:optimizer:execution, comma separated (ddp_reference.py's names)")
@@ -111,14 +111,14 @@ def main():
     rows = []
     for mode in (tuple(m.split(":")) for m in a.modes.split(",")):
         for name in a.models.split(","):
-            for prec in a.precisions.split(","):
+            for prec, batch in ((p, int(b)) for p in a.precisions.split(",") for b in a.batch.split(",")):
                 try:
-                    r = measure(name, a.batch, prec, mode, a.iters, a.warmup, device)
+                    r = measure(name, batch, prec, mode, a.iters, a.warmup, device)
                 except Exception as e:  # one configuration failing leaves the others
                     print(f"{name} {prec} {mode}: {type(e).__name__}: {e}", flush=True)
                     continue
                 rows.append(r)
-                print(f"{name:13s} b{a.batch} {prec} {':'.join(mode):28s} host {r['host_s'] * 1e3:7.2f} ms "
+                print(f"{name:13s} b{batch} {prec} {':'.join(mode):28s} host {r['host_s'] * 1e3:7.2f} ms "
                       f"(fwd {r['host_fwd_s'] * 1e3:6.2f} bwd {r['host_bwd_s'] * 1e3:6.2f} step {r['host_step_s'] * 1e3:5.2f})"
                       f"  step {r['step_s'] * 1e3:7.2f} ms", flush=True)
     dist.destroy_process_group()
