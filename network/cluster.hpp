@@ -141,6 +141,13 @@ struct FrameworkHostCosts {
   double replay_host_per_step_s = 0;
   double replay_host_per_layer_fwd_s = 0;
   double replay_host_per_layer_bwd_s = 0;
+  // torch.compile pads a matmul whose M, N or K is not a multiple of its operands' alignment, in
+  // elements (Inductor's shape padding, torch._inductor.config.shape_padding, on by default), where the
+  // padded matmul is the faster: GPT-2's LM head (N = 50257) runs cuBLAS's align1 kernels in eager
+  // PyTorch, 13.3 ms of a 74.7 ms step at b16, T = 1024 on one H200, and aligned ones compiled
+  // (sim/schedule.cpp pad_misaligned_gemms). 0: never padded.
+  int compiled_gemm_alignment_16bit = 0;  // bf16 and fp16 operands
+  int compiled_gemm_alignment_fp32 = 0;   // fp32 and tf32 operands
 };
 
 // A cluster's framework section: its host costs, and DDP's bucketing and overlap, which stay the

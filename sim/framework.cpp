@@ -133,6 +133,13 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
     f.compiled_graph_host_s = h.number("per_graph_s", 0.0, 1.0);
     h.reject_unknown();
   }
+  if (o.has("compiled_shape_padding")) {
+    JsonObject pad = o.object("compiled_shape_padding");
+    f.compiled_gemm_alignment_16bit = static_cast<int>(pad.integer("alignment_elements_16bit", 1, 1024));
+    f.compiled_gemm_alignment_fp32 = static_cast<int>(pad.integer("alignment_elements_fp32", 1, 1024));
+    if (pad.has("note") && !pad.raw("note").is_string()) pad.fail("note", "must be a string");
+    pad.reject_unknown();
+  }
   if (o.has("compiled_cuda_graphs_host")) {
     JsonObject h = o.object("compiled_cuda_graphs_host");
     f.replay_host_per_step_s = h.number("per_step_s", 0.0, 1.0);

@@ -90,6 +90,8 @@ struct ScheduleOptions {
   double replay_host_per_step_s = 0;       // FrameworkSpec's
   double replay_host_per_layer_fwd_s = 0;  // FrameworkSpec's
   double replay_host_per_layer_bwd_s = 0;  // FrameworkSpec's
+  int compiled_gemm_alignment_16bit = 0;   // FrameworkSpec's; 0: no padding
+  int compiled_gemm_alignment_fp32 = 0;    // FrameworkSpec's
   int64_t grad_bytes_per_param = 4;  // FP32 gradients, also under autocast
   bool record_kernels = false;
   // CUDA graphs replay captured kernels without the host issuing each (host_captured()).

@@ -1,6 +1,8 @@
 // Issue 23: the ways users run a step (channels_last, AdamW/Adam, CUDA graphs, torch.compile), as
 // properties over the zoo rather than examples: what each mode must never do.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include <string>
@@ -368,4 +370,83 @@ TEST_CASE("a profile's compiled_host is checked") {
   CHECK_THROWS_WITH(parse(R"({})"), Catch::Contains("per_graph_s"));
   CHECK_THROWS_WITH(parse(R"({"per_graph_s":1e-4,"per_kernel_s":1})"), Catch::Contains("per_kernel_s"));
   CHECK_THROWS_WITH(parse("3"), Catch::Contains("compiled_host"));
+}
+
+namespace {
+
+// GPU time of every GEMM kernel of a step (of one pass, if given), in issue order.
+std::vector<double> gemm_times(const Graph& g, const ClusterSpec& c, int64_t batch, Precision p, Execution e,
+                               std::optional<Pass> only = std::nullopt) {
+  TrainingConfig cfg;
+  cfg.batch_per_gpu = batch;
+  cfg.precision = p;
+  cfg.mode.execution = e;
+  cfg.mode.optimizer = Optimizer::AdamW;
+  cfg.record_kernels = true;
+  std::vector<double> out;
+  for (const KernelSpan& k : predict(g, c, cfg).timeline.kernels)
+    if (k.kind == KernelKind::Gemm && (!only || k.pass == *only)) out.push_back(k.end_s - k.start_s);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("torch.compile pads a misaligned matmul where the padded one is faster: GPT-2's LM head, never a slower matmul") {
+  // validation/data/h200-sxm/pytorch_transformers/compile (torch.profiler, one H200): eager GPT-2's LM
+  // head (N = 50257, b16, T = 1024, bf16) runs cuBLAS's align1 kernels, 13.3 ms forward; compiled,
+  // Inductor pads it and runs nvjet kernels. dtsim's step went from +29.6% to -9.2% on that run.
+  for (const char* profile : {"pytorch", "pytorch-ops"}) {
+    const FrameworkProfile fw = load_framework(profile);
+    REQUIRE(fw.compiled_gemm_alignment_16bit == 8);
+    REQUIRE(fw.compiled_gemm_alignment_fp32 == 4);
+    const ClusterSpec c = apply_framework(load_cluster("h200-sxm"), fw);
+    ClusterSpec unpadded = c;
+    unpadded.framework.compiled_gemm_alignment_16bit = unpadded.framework.compiled_gemm_alignment_fp32 = 0;
+    const Graph gpt2 = load_model("gpt2_small");
+    for (Precision p : {Precision::BF16, Precision::FP32}) {
+      INFO(profile << " " << (p == Precision::BF16 ? "bf16" : "fp32"));
+      const auto padded_t = gemm_times(gpt2, c, 16, p, Execution::Compile);
+      const auto plain_t = gemm_times(gpt2, unpadded, 16, p, Execution::Compile);
+      REQUIRE(padded_t.size() == plain_t.size());
+      double padded_sum = 0, plain_sum = 0;
+      for (size_t i = 0; i < padded_t.size(); ++i) {
+        CHECK(padded_t[i] <= plain_t[i] * (1 + 1e-12));  // the faster of the two, never slower
+        padded_sum += padded_t[i];
+        plain_sum += plain_t[i];
+      }
+      if (p == Precision::BF16) {
+        CHECK(padded_sum < plain_sum - 5e-3);  // the LM head's align1 matmuls
+        // Its forward, the slowest matmul of the unpadded forward pass, the more than halved.
+        const size_t fwd = gemm_times(gpt2, c, 16, p, Execution::Compile, Pass::Fwd).size();
+        const size_t lm_head = static_cast<size_t>(std::max_element(plain_t.begin(), plain_t.begin() + fwd) - plain_t.begin());
+        CHECK(padded_t[lm_head] < 0.5 * plain_t[lm_head]);
+      }
+      // Eager PyTorch runs the matmul as it is.
+      CHECK(gemm_times(gpt2, c, 16, p, Execution::Eager) == gemm_times(gpt2, unpadded, 16, p, Execution::Eager));
+    }
+    // Aligned matmuls are untouched: the zoo's CNNs at even batches, their classifiers 1000 wide.
+    for (const char* name : {"resnet50", "vgg16", "mobilenet_v2"}) {
+      INFO(profile << " " << name);
+      const Graph g = load_model(name);
+      CHECK(iteration_s(g, c, 32, Precision::BF16, StepMode{MemoryFormat::Contiguous, Optimizer::Sgd, Execution::Compile}) ==
+            iteration_s(g, unpadded, 32, Precision::BF16, StepMode{MemoryFormat::Contiguous, Optimizer::Sgd, Execution::Compile}));
+    }
+  }
+}
+
+TEST_CASE("a profile's compiled_shape_padding is checked") {
+  const auto parse = [](const std::string& v) {
+    return parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":1e-5,"iteration_overhead_s":0,"compiled_shape_padding":)" + v + "}"),
+                           "fw.json");
+  };
+  const FrameworkProfile ok = parse(R"({"alignment_elements_16bit":8,"alignment_elements_fp32":4,"note":"Inductor's"})");
+  CHECK(ok.compiled_gemm_alignment_16bit == 8);
+  CHECK(ok.compiled_gemm_alignment_fp32 == 4);
+  CHECK(parse_framework(Json::parse(R"({"name":"x","launch_overhead_s":1e-5,"iteration_overhead_s":0})"), "fw.json").compiled_gemm_alignment_16bit == 0);
+  CHECK_THROWS_WITH(parse(R"({"alignment_elements_16bit":8})"), Catch::Contains("fw.json") && Catch::Contains("alignment_elements_fp32"));
+  CHECK_THROWS_WITH(parse(R"({"alignment_elements_16bit":8.5,"alignment_elements_fp32":4})"), Catch::Contains("alignment_elements_16bit"));
+  CHECK_THROWS_WITH(parse(R"({"alignment_elements_16bit":0,"alignment_elements_fp32":4})"), Catch::Contains("alignment_elements_16bit"));
+  CHECK_THROWS_WITH(parse(R"({"alignment_elements_16bit":8,"alignment_elements_fp32":4,"note":3})"), Catch::Contains("note"));
+  CHECK_THROWS_WITH(parse(R"({"alignment_elements_16bit":8,"alignment_elements_fp32":4,"pad":1})"), Catch::Contains("pad"));
+  CHECK_THROWS_WITH(parse("3"), Catch::Contains("compiled_shape_padding"));
 }
