@@ -439,8 +439,10 @@ TEST_CASE("accuracy: torch.compile's default mode on the transformers, held out 
   // before the call: the first compiled transformer steps. gpt2_small b16 T = 1024 was priced +29.6%
   // (60.55 ms against 46.73): eager GPT-2's LM head (N = 50257) runs cuBLAS's align1 kernels, and
   // Inductor pads it (the profiles' compiled_shape_padding, sim/schedule.cpp pad_misaligned_gemms);
-  // with the padding -9.2%. The other compiled steps, host-paced in dtsim's pricing, did not move:
-  // gpt2_small T = 512 +6.6%, bert_base -8.5% (compiled slower than eager, as predicted), vit_b_16 +8.4%.
+  // with the padding -9.2%, and -3.6% with the contiguous inductor_* factors fitted on this step's and
+  // vit_b_16's torch.profiler lists (so these two are not held out from that fit). The other compiled
+  // steps, host-paced in dtsim's pricing, did not move: gpt2_small T = 512 +6.6%, bert_base -8.5%
+  // (compiled slower than eager, as predicted), vit_b_16 +8.4%.
   const auto rows = validate_folder("validation/data/h200-sxm/pytorch_transformers/compile");
   REQUIRE(rows.size() == 8);
   double gpt2_compiled = 0, gpt2_eager = 0, gpt2_compiled_measured = 0, gpt2_eager_measured = 0;
@@ -461,17 +463,21 @@ TEST_CASE("accuracy: torch.compile's default mode on the transformers, held out 
 TEST_CASE("accuracy: compiled transformers at GPU-paced sizes, predicted before measured (issue 23)") {
   // Twenty-sixth session, one H200 (validation/data/h200-sxm/pytorch_transformers/compile_held_out),
   // after the shape padding was priced: a held-out check of it. gpt2_small compiled b32 T = 1024
-  // -11.3% and T = 512 -4.6% (+29.9% and +31.4% without the padding), fp32 b16 +0.6%. bert_base
-  // compiled b64 and b128 -24.6% and -24.5% (-12.4% and -11.3% without the padding): the compiled
-  // transformers' generated kernels and copies are under-priced (bert_base b32's profile: 15.1 ms of
-  // Triton kernels, copies and elementwise kernels against 6.8 ms priced), and Inductor left one of
-  // BERT's three MLM-head matmuls unpadded, which dtsim pads. The eager twins: -6.1..+0.6%.
+  // -11.3% and T = 512 -4.6% (+29.9% and +31.4% without the padding), fp32 b16 +0.6%; bert_base
+  // compiled b64 and b128 -24.6% and -24.5%. Then the transformers' generated kernels got factors of
+  // their own (kernel_time_factors' contiguous inductor_* keys, fitted on gpt2_small's and vit_b_16's
+  // profiles, bert_base's held out: +0% forward, +9% backward) and nn.MultiheadAttention's layout
+  // copies were dropped under torch.compile (vit_b_16's compiled profile has none): gpt2_small -4.0%
+  // and -3.4%, fp32 +0.2%, bert_base -15.5% and -15.1%. BERT's rest: its MLM head's bwd_weight matmul
+  // (30522 x 768, K = rows), priced 0.95 ms where eager cuBLAS takes 3.1 ms at b32 on align2 kernels
+  // (the predictor is out of its range there, in eager too), its sliced logits' copies (2.6 ms at b32,
+  // priced at the bandwidth, 0.4 ms) and the loss. The eager twins: -6.1..+0.6%.
   const auto rows = validate_folder("validation/data/h200-sxm/pytorch_transformers/compile_held_out");
   REQUIRE(rows.size() == 10);
   for (const auto& r : rows) {
     INFO(r.run.file << ": " << 100 * r.error << "%");
     if (r.run.mode.execution == "eager") CHECK(std::fabs(r.error) <= 0.07);
-    else if (r.run.model == "gpt2_small") CHECK(std::fabs(r.error) <= 0.12);
-    else CHECK(std::fabs(r.error) <= 0.26);  // bert_base, named above
+    else if (r.run.model == "gpt2_small") CHECK(std::fabs(r.error) <= 0.05);
+    else CHECK(std::fabs(r.error) <= 0.16);  // bert_base, named above
   }
 }

@@ -518,8 +518,13 @@ struct Lowering {
     // input to T x B x C (a strided copy), makes the packed q, k, v contiguous (3C) and permutes
     // the output back (C); backward copies the gradients alike (the vit_b_16 profile's direct_copy
     // kernels). Its in_proj bias add is the linear layer's bias_add.
+    // Under torch.compile none of these copies run as kernels of their own: Inductor reads and writes
+    // the permuted layouts inside its generated kernels (vit_b_16's compiled profile on one H200 has
+    // no direct_copy, fill or add kernel of them; validation/data/h200-sxm/pytorch_transformers/compile),
+    // whose time the profile's contiguous inductor_* factors carry.
     const int64_t c = in_el / static_cast<int64_t>(l.in.size() == 1 ? 3 : 1);
-    if (l.mha_layout) {
+    const bool copies = !inductor_compiled(mode.execution);
+    if (l.mha_layout && copies) {
       out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {c, c}, "mha_input_transpose"));
       out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
       // The output's gradient arrives in the FP32 stream's layout and is made contiguous first (the
@@ -530,8 +535,8 @@ struct Lowering {
     both_passes(KernelKind::Attention, li, {n, heads, x.h, head_dim, l.causal ? 1 : 0}, bw, l.dropout_p > 0 ? "dropout" : "");
     // q, k and v split from one packed projection (GPT-2's c_attn): the backward concatenates their
     // gradients into the packed one (the profile's CatArrayBatchedCopy, one per layer).
-    if (!l.mha_layout && l.in.size() == 1) bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "qkv_split_grad"));
-    if (l.mha_layout && l.in.size() == 1) {
+    if (!l.mha_layout && l.in.size() == 1 && copies) bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "qkv_split_grad"));
+    if (l.mha_layout && l.in.size() == 1 && copies) {
       // q, k and v are selected from the packed in_proj output; each select's backward zero-fills
       // a gradient of the packed size and copies its slice in, and the three are summed (the
       // vit_b_16 profile: 3 fills, 3 device copies, 2 adds per layer, at the attention's dtype).
@@ -541,7 +546,7 @@ struct Lowering {
       }
       for (int i = 0; i < 2; ++i) bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {2 * in_el, in_el}, "mha_qkv_grad_add"));
     }
-    if (l.mha_layout) {
+    if (l.mha_layout && copies) {
       out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {out_el, out_el}, "mha_output_permute"));
       bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "mha_qkv_contiguous"));
       bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {c, c}, "mha_input_transpose"));
@@ -554,7 +559,7 @@ struct Lowering {
     const int64_t in_el = n * x.elements();
     // On a permuted residual stream LayerNorm first makes its input contiguous (ATen's strided copy,
     // validation/data/h100-sxm/op_times/strided_eltwise.csv); its gradient goes back alike.
-    const bool copy = l.inputs[0] >= 0 && permuted[l.inputs[0]];
+    const bool copy = l.inputs[0] >= 0 && permuted[l.inputs[0]] && !inductor_compiled(mode.execution);  // Inductor reads it strided
     if (copy) out.forward.push_back(kernel(KernelKind::Eltwise, Pass::Fwd, li, {in_el, in_el}, "permuted_stream_copy"));
     both_passes(KernelKind::LayerNorm, li, {n * x.tokens(), x.c}, bw);
     if (copy) bw.push_back(kernel(KernelKind::Eltwise, Pass::Bwd, li, {in_el, in_el}, "permuted_stream_copy"));

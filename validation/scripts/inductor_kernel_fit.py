@@ -15,11 +15,18 @@ those after it the backward's. They fall in three groups, each set against what 
 --fit: the factor per pass (eltwise/{fwd,bwd}/bf16/inductor_*) that makes the fused runs of the --train
 profiles match in sum; the other profiles are held out and reported with it.
 
-  validation/scripts/inductor_kernel_fit.py --dtsim build/dtsim --train P.txt.gz ... [--check P.txt.gz ...] [--fit]
+--contiguous: the transformers' generated kernels, which run on contiguous tensors and so take the
+profile's kernel_time_factors rather than its channels_last table. Inductor fuses a transformer's
+pointwise work into its reductions (layernorm with the residual add and dropout) and a linear
+layer's bias gradient into them too, so per pass every Triton kernel but the casts is set against
+every inductor_* kernel of dtsim's (pointwise, reduction and bias gradient together), and --fit gives
+one factor per pass for all three keys.
+
+  validation/scripts/inductor_kernel_fit.py --dtsim build/dtsim --train P.txt.gz ... [--check P.txt.gz ...] [--fit] [--contiguous]
 """
 import argparse, gzip, json, os, re, subprocess, tempfile
 
-NAME = re.compile(r"(?P<model>.+?)_b(?P<batch>\d+)_(?P<prec>bf16|fp16|fp32)_(?P<fmt>contiguous|channels_last)_(?P<opt>\w+?)_(?P<ex>compile(-cuda-graphs)?)\.txt(\.gz)?$")
+NAME = re.compile(r"(?P<model>.+?)_b(?P<batch>\d+)(_t(?P<seq>\d+))?_(?P<prec>bf16|fp16|fp32)_(?P<fmt>contiguous|channels_last)_(?P<opt>\w+?)_(?P<ex>compile(-cuda-graphs)?)\.txt(\.gz)?$")
 LAUNCH = re.compile(r"\s*([\d.]+)\s+([\d.]+)\s+(\S.*)$")
 CAST = re.compile(r"^triton_\w+?_fused__to_copy_\d+$")
 FACTOR_KEYS = [f"eltwise/{p}/bf16/inductor_{k}" for p in ("fwd", "bwd") for k in ("pointwise", "reduction")]
@@ -65,7 +72,8 @@ def dtsim_times(dtsim, m, gpu, framework):
         trace = os.path.join(d, "t.json")
         subprocess.run([dtsim, "predict", "--model", m["model"], "--batch-per-gpu", m["batch"], "--cluster", gpu,
                         "--precision", m["prec"], "--memory-format", m["fmt"], "--optimizer", m["opt"], "--execution", m["ex"],
-                        "--framework", framework, "--trace", trace], check=True, capture_output=True)
+                        "--framework", framework, "--trace", trace] + (["--seq-len", m["seq"]] if m.get("seq") else []),
+                       check=True, capture_output=True)
         events = json.load(open(trace))["traceEvents"]
     for e in events:
         a = e.get("args", {})
@@ -78,6 +86,42 @@ def dtsim_times(dtsim, m, gpu, framework):
     return out
 
 
+CONTIGUOUS_KEYS = [f"eltwise/{p}/bf16/inductor_{k}" for p in ("fwd", "bwd") for k in ("pointwise", "reduction")] + [
+    "eltwise/bwd/bf16/inductor_bias_grad"]
+
+
+def contiguous_main(a):
+    """--contiguous: one factor per pass for the generated kernels of contiguous (transformer) steps."""
+    profile = json.load(open(a.framework))
+    bare = dict(profile)
+    bare["kernel_time_factors"] = {k: v for k, v in profile["kernel_time_factors"].items() if k not in CONTIGUOUS_KEYS}
+    shipped = {p: profile["kernel_time_factors"].get(f"eltwise/{p}/bf16/inductor_pointwise", 1.0) for p in ("fwd", "bwd")}
+    rows = []
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as tmp:
+        json.dump(bare, tmp)
+        tmp.flush()
+        for path, train in [(p, True) for p in a.train] + [(p, False) for p in a.check]:
+            m = NAME.search(os.path.basename(path))
+            gpu, meas = measured(path)
+            pr = dtsim_times(a.dtsim, m.groupdict(), gpu, tmp.name)
+            me = {p: sum(v for g, v in meas[p].items() if g != "cast") for p in ("fwd", "bwd")}
+            dt = {p: pr[p]["pointwise"] + pr[p]["reduction"] + pr[p]["bias_grad"] for p in ("fwd", "bwd")}
+            rows.append((os.path.basename(path).split(".txt")[0], gpu, train, me, dt))
+    fit = {p: (sum(me[p] for _, _, t, me, _ in rows if t) / sum(dt[p] for _, _, t, _, dt in rows if t)) if a.fit else shipped[p]
+           for p in ("fwd", "bwd")}
+    print(f"factors {'fitted on the training profiles' if a.fit else 'of ' + a.framework}: "
+          f"fwd {fit['fwd']:.3f}, bwd {fit['bwd']:.3f}\n")
+    print("| profile | GPU | set | pass | generated kernels us: measured / dtsim | dtsim before the factor |")
+    print("|---|---|---|---|---|---|")
+    for name, gpu, train, me, dt in rows:
+        for p in ("fwd", "bwd"):
+            y = dt[p] * fit[p]
+            print(f"| {name} | {gpu} | {'fit' if train else 'held out'} | {p} | {me[p]:.0f} / {y:.0f} ({100 * (y / me[p] - 1):+.0f}%) "
+                  f"| {dt[p]:.0f} |")
+    if a.fit:
+        print("\n" + json.dumps({k: round(fit[k.split("/")[1]], 3) for k in CONTIGUOUS_KEYS}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtsim", default="build/dtsim")
@@ -85,7 +129,10 @@ def main():
     ap.add_argument("--train", nargs="+", required=True)
     ap.add_argument("--check", nargs="*", default=[])
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--contiguous", action="store_true", help="the transformers' generated kernels (kernel_time_factors)")
     a = ap.parse_args()
+    if a.contiguous:
+        return contiguous_main(a)
     profile = json.load(open(a.framework))
     factors = {k: profile["channels_last_kernel_time_factors"].get(k, 1.0) for k in FACTOR_KEYS}
     bare = dict(profile)
