@@ -86,16 +86,12 @@ def dtsim_times(dtsim, m, gpu, framework):
     return out
 
 
-CONTIGUOUS_KEYS = [f"eltwise/{p}/bf16/inductor_{k}" for p in ("fwd", "bwd") for k in ("pointwise", "reduction")] + [
-    "eltwise/bwd/bf16/inductor_bias_grad"]
-
-
-def contiguous_main(a):
-    """--contiguous: one factor per pass for the generated kernels of contiguous (transformer) steps."""
+def against_dtsim(a, table, keys):
+    """(name, gpu, training?, measured, dtsim) per profile, dtsim priced with the framework's `table` left
+    without `keys` (the factors being fitted)."""
     profile = json.load(open(a.framework))
     bare = dict(profile)
-    bare["kernel_time_factors"] = {k: v for k, v in profile["kernel_time_factors"].items() if k not in CONTIGUOUS_KEYS}
-    shipped = {p: profile["kernel_time_factors"].get(f"eltwise/{p}/bf16/inductor_pointwise", 1.0) for p in ("fwd", "bwd")}
+    bare[table] = {k: v for k, v in profile[table].items() if k not in keys}
     rows = []
     with tempfile.NamedTemporaryFile("w", suffix=".json") as tmp:
         json.dump(bare, tmp)
@@ -103,10 +99,23 @@ def contiguous_main(a):
         for path, train in [(p, True) for p in a.train] + [(p, False) for p in a.check]:
             m = NAME.search(os.path.basename(path))
             gpu, meas = measured(path)
-            pr = dtsim_times(a.dtsim, m.groupdict(), gpu, tmp.name)
-            me = {p: sum(v for g, v in meas[p].items() if g != "cast") for p in ("fwd", "bwd")}
-            dt = {p: pr[p]["pointwise"] + pr[p]["reduction"] + pr[p]["bias_grad"] for p in ("fwd", "bwd")}
-            rows.append((os.path.basename(path).split(".txt")[0], gpu, train, me, dt))
+            rows.append((os.path.basename(path).split(".txt")[0], gpu, train, meas, dtsim_times(a.dtsim, m.groupdict(), gpu, tmp.name)))
+    return profile, rows
+
+
+CONTIGUOUS_KEYS = [f"eltwise/{p}/bf16/inductor_{k}" for p in ("fwd", "bwd") for k in ("pointwise", "reduction")] + [
+    "eltwise/bwd/bf16/inductor_bias_grad"]
+
+
+def contiguous_main(a):
+    """--contiguous: one factor per pass for the generated kernels of contiguous (transformer) steps."""
+    profile, priced = against_dtsim(a, "kernel_time_factors", CONTIGUOUS_KEYS)
+    shipped = {p: profile["kernel_time_factors"].get(f"eltwise/{p}/bf16/inductor_pointwise", 1.0) for p in ("fwd", "bwd")}
+    rows = []
+    for name, gpu, train, meas, pr in priced:
+        me = {p: sum(v for g, v in meas[p].items() if g != "cast") for p in ("fwd", "bwd")}
+        dt = {p: pr[p]["pointwise"] + pr[p]["reduction"] + pr[p]["bias_grad"] for p in ("fwd", "bwd")}
+        rows.append((name, gpu, train, me, dt))
     fit = {p: (sum(me[p] for _, _, t, me, _ in rows if t) / sum(dt[p] for _, _, t, _, dt in rows if t)) if a.fit else shipped[p]
            for p in ("fwd", "bwd")}
     print(f"factors {'fitted on the training profiles' if a.fit else 'of ' + a.framework}: "
@@ -133,18 +142,8 @@ def main():
     a = ap.parse_args()
     if a.contiguous:
         return contiguous_main(a)
-    profile = json.load(open(a.framework))
+    profile, rows = against_dtsim(a, "channels_last_kernel_time_factors", FACTOR_KEYS)
     factors = {k: profile["channels_last_kernel_time_factors"].get(k, 1.0) for k in FACTOR_KEYS}
-    bare = dict(profile)
-    bare["channels_last_kernel_time_factors"] = {k: v for k, v in profile["channels_last_kernel_time_factors"].items() if k not in FACTOR_KEYS}
-    rows = []
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as tmp:
-        json.dump(bare, tmp)
-        tmp.flush()
-        for path, train in [(p, True) for p in a.train] + [(p, False) for p in a.check]:
-            m = NAME.search(os.path.basename(path))
-            gpu, meas = measured(path)
-            rows.append((os.path.basename(path).split(".txt")[0], gpu, train, meas, dtsim_times(a.dtsim, m.groupdict(), gpu, tmp.name)))
     fit = {}
     for p in ("fwd", "bwd"):
         for g in ("pointwise", "reduction"):
