@@ -13,8 +13,13 @@ A folder given as FOLDER:GLOB contributes only the predictors whose key matches 
 the NHWC predictors of a run that trained them jointly with NCHW ones that are not to replace the
 shipped ones: `kernels_mlp/pretrained/h100-sxm /tmp/nhwc:conv2d/*/nhwc`. Its data files are all listed
 (the predictors taken were trained on all of them).
+
+The merged manifest stores each predictor's feature vectors as base64 of float32 values, each
+predictor's block checksum (`weights_fnv1a64`, as compute/impl/mlp/mlp.cpp `weights_checksum`) and
+weights.bin's size (`weights_bytes`), as the trainer writes them. `--pack FOLDER` rewrites one
+folder's manifest so, its numbers otherwise untouched (a folder written before those fields).
 """
-import argparse, fnmatch, json, os, re, struct, sys, tempfile
+import argparse, base64, fnmatch, json, os, re, struct, sys, tempfile
 
 
 # Numbers are carried as the trainer (nlohmann::json) wrote them: Python would print some doubles with
@@ -33,6 +38,58 @@ def dump_manifest(m):
     return re.sub(r'"\\u0000raw:([^"]*)"', r"\1", text)
 
 
+VECTORS = ("feature_mean", "feature_std", "feature_min", "feature_max")
+
+
+def raw_float(x):
+    """A number of a manifest loaded by load_manifest, as Python reads it."""
+    return float(x[len(_RAW):]) if isinstance(x, str) and x.startswith(_RAW) else float(x)
+
+
+def block_floats(p):
+    """How many floats a predictor's block of weights.bin holds (an ensemble stores its diagonal blocks only)."""
+    blocks = p.get("weight_blocks", [1] * (len(p["layers"]) - 1))
+    return sum(i * o // k + o for i, o, k in zip(p["layers"][:-1], p["layers"][1:], blocks))
+
+
+def checksum(block):
+    """FNV-1a (64 bit) over little-endian 32-bit words: compute/impl/mlp/mlp.cpp weights_checksum."""
+    h = 0xcbf29ce484222325
+    for (word,) in struct.iter_unpack("<I", block):
+        h = ((h ^ word) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def pack(p, weights):
+    """A predictor's vectors as base64 float32 (a vector already so stays) and its block's checksum."""
+    for field in VECTORS:
+        if field in p and isinstance(p[field], list):
+            p[field] = base64.b64encode(struct.pack(f"<{len(p[field])}f", *map(raw_float, p[field]))).decode()
+    start = p["weights_offset"] * 4
+    p["weights_fnv1a64"] = checksum(weights[start:start + 4 * block_floats(p)])
+
+
+def write_folder(out, manifest, weights):
+    manifest["weights_bytes"] = len(weights)
+    os.makedirs(out, exist_ok=True)
+    for name, data in (("weights.bin", weights), ("manifest.json", dump_manifest(manifest).encode())):
+        fd, tmp = tempfile.mkstemp(dir=out)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(out, name))
+
+
+def pack_folder(folder):
+    m = load_manifest(os.path.join(folder, "manifest.json"))
+    with open(os.path.join(folder, "weights.bin"), "rb") as f:
+        w = f.read()
+    for p in m["predictors"]:
+        pack(p, w)
+    write_folder(folder, m, w)
+    print(f"{len(m['predictors'])} predictors packed in {folder}")
+
+
 def kinds_of(manifest):
     """Kernel kinds a trainer folder's predictors cover (conv2d, gemm, ...)."""
     return {p["key"].split("/")[0] for p in manifest["predictors"]}
@@ -40,10 +97,15 @@ def kinds_of(manifest):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("folders", nargs="+", help="trainer output folders (manifest.json + weights.bin), in order; FOLDER:GLOB takes "
+    ap.add_argument("--out")
+    ap.add_argument("--pack", help="rewrite this folder's manifest with packed vectors, checksums and weights_bytes; nothing else")
+    ap.add_argument("folders", nargs="*", help="trainer output folders (manifest.json + weights.bin), in order; FOLDER:GLOB takes "
                     "only the predictors whose key matches GLOB")
     a = ap.parse_args()
+    if a.pack:
+        return pack_folder(a.pack)
+    if not a.out or not a.folders:
+        ap.error("--out and at least one folder (or --pack FOLDER)")
 
     merged, blob, by_key = None, b"", {}
     for arg in a.folders:
@@ -95,23 +157,14 @@ def main():
     merged["predictors"] = [by_key[k] for k in sorted(by_key)]
     merged["trained_with"] = "per predictor (tools/train_predictors/merge_predictors.py)"
     # Keep only the weights still referenced, in key order, so the shipped file has no dead bytes.
-    floats = struct.unpack(f"<{len(blob) // 4}f", blob)
-    out_floats = []
+    out = b""
     for p in merged["predictors"]:
-        blocks = p.get("weight_blocks", [1] * (len(p["layers"]) - 1))  # an ensemble's diagonal blocks only
-        n = sum(i * o // k + o for i, o, k in zip(p["layers"][:-1], p["layers"][1:], blocks))
-        start = p["weights_offset"]
-        p["weights_offset"] = len(out_floats)
-        out_floats.extend(floats[start:start + n])
-    os.makedirs(a.out, exist_ok=True)
-    for name, data in (("weights.bin", struct.pack(f"<{len(out_floats)}f", *out_floats)),
-                       ("manifest.json", dump_manifest(merged).encode())):
-        fd, tmp = tempfile.mkstemp(dir=a.out)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(a.out, name))
-    print(f"{len(merged['predictors'])} predictors, {len(out_floats)} weights -> {a.out}")
+        start = p["weights_offset"] * 4
+        p["weights_offset"] = len(out) // 4
+        out += blob[start:start + 4 * block_floats(p)]
+        pack(p, out)
+    write_folder(a.out, merged, out)
+    print(f"{len(merged['predictors'])} predictors, {len(out) // 4} weights -> {a.out}")
 
 
 if __name__ == "__main__":

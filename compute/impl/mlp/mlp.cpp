@@ -1,6 +1,8 @@
 #include "compute/impl/mlp/mlp.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -90,11 +92,6 @@ int diagonal_block_count(const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynam
   return 1;
 }
 
-const Mlp* PredictorSet::find(const std::string& key) const {
-  auto it = by_key.find(key);
-  return it == by_key.end() ? nullptr : &it->second;
-}
-
 namespace {
 // Subnormal floats flushed to zero while the MLPs run, as the weights are when loaded: hidden
 // activations reach the subnormal range too, and each operation on one costs a microcode assist on
@@ -165,7 +162,65 @@ void PredictorSet::predict(const std::vector<KernelDesc>& kernels, std::vector<d
   }
 }
 
-static Eigen::VectorXf vec(const Json& j, const std::string& what) {
+namespace {
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(const unsigned char* data, size_t n) {
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = uint32_t(data[i]) << 16 | (i + 1 < n ? uint32_t(data[i + 1]) << 8 : 0) | (i + 2 < n ? data[i + 2] : 0);
+    out += kBase64[v >> 18 & 63];
+    out += kBase64[v >> 12 & 63];
+    out += i + 1 < n ? kBase64[v >> 6 & 63] : '=';
+    out += i + 2 < n ? kBase64[v & 63] : '=';
+  }
+  return out;
+}
+
+// Decodes base64 (with its '=' padding); false on any other character or a length not a multiple of 4.
+bool unbase64(const std::string& s, std::vector<unsigned char>& out) {
+  static const auto table = [] {
+    std::array<int8_t, 256> t{};
+    t.fill(-1);
+    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kBase64[i])] = static_cast<int8_t>(i);
+    return t;
+  }();
+  if (s.size() % 4) return false;
+  out.clear();
+  for (size_t i = 0; i < s.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t j = 0; j < 4; ++j) {
+      const char c = s[i + j];
+      const bool last_group = i + 4 == s.size();
+      if (c == '=' && last_group && j >= 2 && (j == 3 || s[i + 3] == '=')) {
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      const int8_t d = table[static_cast<unsigned char>(c)];
+      if (d < 0 || pad) return false;
+      v = v << 6 | static_cast<uint32_t>(d);
+    }
+    out.push_back(static_cast<unsigned char>(v >> 16));
+    if (pad < 2) out.push_back(static_cast<unsigned char>(v >> 8 & 255));
+    if (pad < 1) out.push_back(static_cast<unsigned char>(v & 255));
+  }
+  return true;
+}
+
+// A manifest's float vector: base64 of float32 values (float_vector_json) or an array of numbers.
+Eigen::VectorXf vec(const Json& j, const std::string& what) {
+  if (j.is_string()) {
+    std::vector<unsigned char> bytes;
+    if (!unbase64(j.get<std::string>(), bytes) || bytes.size() % sizeof(float))
+      throw InputError(what, "must be base64 of float32 values or an array of numbers");
+    Eigen::VectorXf v(static_cast<Eigen::Index>(bytes.size() / sizeof(float)));
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+  }
   if (!j.is_array()) throw InputError(what, "must be an array of numbers");
   Eigen::VectorXf v(static_cast<Eigen::Index>(j.size()));
   for (size_t i = 0; i < j.size(); ++i) {
@@ -175,29 +230,42 @@ static Eigen::VectorXf vec(const Json& j, const std::string& what) {
   return v;
 }
 
-namespace {
+// Subnormal weights (L1 and weight decay leave thousands of them) are read as zero: their products
+// are below float's normal range anyway, and on many x86 cores each one costs a microcode assist,
+// which made resnet50's kernels 2-4x slower to predict on this project's Intel Xeon machines.
+float weight(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? 0.0f : x; }
 
-// weights.bin: every predictor's weights and biases as raw floats, at the offsets the manifest gives.
-class WeightFile {
- public:
-  explicit WeightFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path, "cannot open file");
-    bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  size_t floats() const { return bytes_.size() / sizeof(float); }
-  // Subnormal weights (L1 and weight decay leave thousands of them) are read as zero: their products
-  // are below float's normal range anyway, and on many x86 cores each one costs a microcode assist,
-  // which made resnet50's kernels 2-4x slower to predict on this project's Intel Xeon machines.
-  float at(size_t offset) const {
-    float x;
-    std::memcpy(&x, bytes_.data() + offset * sizeof(float), sizeof x);
-    return std::fpclassify(x) == FP_SUBNORMAL ? 0.0f : x;
-  }
-
- private:
-  std::vector<char> bytes_;
+// Where one predictor's floats lie in weights.bin and how they form its layers: read from the
+// manifest and checked against it at load, so that only the floats themselves wait for first use.
+struct Block {
+  std::string where;         // "manifest.json: predictor KEY", for errors
+  std::vector<int> sizes;    // layer widths, features first, 1 last
+  std::vector<int> blocks;   // per layer, its diagonal blocks (1: dense)
+  bool stored_blocks = false;
+  size_t offset = 0, floats = 0;  // in floats
+  std::string checksum;           // weights_checksum of the block; empty in files written before it
 };
+
+// weights.bin's size in floats, checked against the manifest's weights_bytes where it has one.
+size_t weight_file_floats(const std::string& path, const Json& manifest, const std::string& mpath) {
+  std::error_code ec;
+  const auto bytes = fs::file_size(path, ec);
+  if (ec) throw InputError(path, "cannot open file");
+  if (manifest.contains("weights_bytes") && manifest.at("weights_bytes").get<uint64_t>() != bytes)
+    throw InputError(path, std::to_string(bytes) + " bytes, but " + mpath + " was written with " + manifest.at("weights_bytes").dump() +
+                               " (a damaged or mismatched file: copy the folder again or retrain)");
+  return bytes / sizeof(float);
+}
+
+// The floats [offset, offset + n) of weights.bin, one read.
+std::vector<float> read_floats(const std::string& path, size_t offset, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> v(n);
+  if (!in || !in.seekg(static_cast<std::streamoff>(offset * sizeof(float))) ||
+      !in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float))))
+    throw InputError(path, "cannot read " + std::to_string(n) + " floats at float " + std::to_string(offset));
+  return v;
+}
 
 // The datasheet numbers of the measured GPU that the predictors' baseline was computed with.
 void read_baseline(PredictorSet& set, const std::string& mpath) {
@@ -238,57 +306,131 @@ void read_scaling(const Json& p, const std::string& where, Mlp& m) {
   }
 }
 
-// A predictor's layers: their sizes from the manifest, their weights and biases from weights.bin.
-void read_layers(const Json& p, const std::string& where, const WeightFile& weights, Mlp& m) {
-  auto sizes = p.at("layers").get<std::vector<int>>();
-  size_t off = p.at("weights_offset").get<size_t>();
+// A predictor's layer sizes, blocks and place in weights.bin, checked against its features and the file.
+Block read_block_plan(const Json& p, const std::string& where, const Mlp& m, size_t file_floats) {
+  Block b;
+  b.where = where;
+  b.sizes = p.at("layers").get<std::vector<int>>();
+  b.offset = p.at("weights_offset").get<size_t>();
+  b.checksum = p.value("weights_fnv1a64", std::string());
+  const auto& sizes = b.sizes;
   if (sizes.size() < 2 || static_cast<size_t>(sizes.front()) != m.feature_names.size() || sizes.back() != 1 ||
       m.feature_mean.size() != sizes.front() || m.feature_std.size() != sizes.front())
     throw InputError(where, "layer sizes do not match the features");
   // An ensemble's hidden layers are block-diagonal (one block per member): only the blocks are stored.
-  const bool stored_blocks = p.contains("weight_blocks");
-  auto blocks = p.value("weight_blocks", std::vector<int>(sizes.size() - 1, 1));
-  if (blocks.size() + 1 != sizes.size()) throw InputError(where + ".weight_blocks", "must have one entry per layer");
+  b.stored_blocks = p.contains("weight_blocks");
+  b.blocks = p.value("weight_blocks", std::vector<int>(sizes.size() - 1, 1));
+  if (b.blocks.size() + 1 != sizes.size()) throw InputError(where + ".weight_blocks", "must have one entry per layer");
   for (size_t l = 0; l + 1 < sizes.size(); ++l) {
-    const int in = sizes[l], out = sizes[l + 1], k = blocks[l];
+    const int in = sizes[l], out = sizes[l + 1], k = b.blocks[l];
     if (in <= 0 || out <= 0) throw InputError(where + ".layers", "sizes must be positive");
     if (k <= 0 || in % k || out % k) throw InputError(where + ".weight_blocks", "each must be positive and divide its layer's sizes");
+    b.floats += size_t(k) * (in / k) * (out / k) + out;
+    if (b.offset + b.floats > file_floats) throw InputError(where, "weights run past the end of weights.bin");
+  }
+  return b;
+}
+
+// A predictor's layers from its block's floats (weights.bin from the block's offset on).
+void read_layers(const Block& b, const float* w, Mlp& m) {
+  size_t off = 0;
+  for (size_t l = 0; l + 1 < b.sizes.size(); ++l) {
+    const int in = b.sizes[l], out = b.sizes[l + 1], k = b.blocks[l];
     const int bi = in / k, bo = out / k;
-    if (off + size_t(k) * bi * bo + out > weights.floats()) throw InputError(where, "weights run past the end of weights.bin");
-    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> w =
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> wl =
         Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(out, in);
     for (int blk = 0; blk < k; ++blk)
       for (int r = 0; r < bo; ++r)
-        for (int c = 0; c < bi; ++c) w(blk * bo + r, blk * bi + c) = weights.at(off++);
-    Eigen::VectorXf b(out);
-    for (int r = 0; r < out; ++r) b(r) = weights.at(off++);
+        for (int c = 0; c < bi; ++c) wl(blk * bo + r, blk * bi + c) = weight(w[off++]);
+    Eigen::VectorXf bias(out);
+    for (int r = 0; r < out; ++r) bias(r) = weight(w[off++]);
     // Files written before weight_blocks existed stored ensembles dense: find their blocks.
-    m.diagonal_blocks.push_back(stored_blocks ? k : diagonal_block_count(w));
-    m.weights.push_back(std::move(w));
-    m.biases.push_back(std::move(b));
+    m.diagonal_blocks.push_back(b.stored_blocks ? k : diagonal_block_count(wl));
+    m.weights.push_back(std::move(wl));
+    m.biases.push_back(std::move(bias));
   }
+}
+
+void check_block(const Block& b, const float* w, const std::string& path) {
+  if (!b.checksum.empty() && weights_checksum(w, b.floats) != b.checksum)
+    throw InputError(path, "the block of " + b.where.substr(b.where.rfind(' ') + 1) + " does not match its checksum in manifest.json (a damaged or "
+                               "mismatched file: copy the folder again or retrain)");
 }
 
 }  // namespace
 
-PredictorSet load_predictors(const std::string& dir) {
+Json float_vector_json(const Eigen::VectorXf& v) {
+  static_assert(sizeof(float) == 4, "float32");
+  return base64(reinterpret_cast<const unsigned char*>(v.data()), static_cast<size_t>(v.size()) * sizeof(float));
+}
+
+std::string weights_checksum(const void* block, size_t floats) {
+  const auto* bytes = static_cast<const unsigned char*>(block);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < floats; ++i) {
+    uint32_t word;
+    std::memcpy(&word, bytes + i * sizeof word, sizeof word);
+    h = (h ^ word) * 0x100000001b3ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+struct PredictorSet::Lazy {
+  std::string weights_path;
+  std::mutex mu;
+  std::map<std::string, Block> pending;  // by key, until read
+
+  void complete(const std::string& key, Mlp& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = pending.find(key);
+    if (it == pending.end()) return;
+    const std::vector<float> w = read_floats(weights_path, it->second.offset, it->second.floats);
+    check_block(it->second, w.data(), weights_path);
+    read_layers(it->second, w.data(), m);
+    pending.erase(it);
+  }
+};
+
+const Mlp* PredictorSet::find(const std::string& key) const {
+  const auto it = by_key.find(key);
+  if (it == by_key.end()) return nullptr;
+  // A lazily read set is never made const (cached_predictors owns it): its predictors complete here.
+  if (lazy) lazy->complete(key, const_cast<Mlp&>(it->second));
+  return &it->second;
+}
+
+PredictorSet load_predictors(const std::string& dir, bool lazy) {
   PredictorSet set;
   set.dir = dir;
-  const std::string mpath = dir + "/manifest.json";
+  const std::string mpath = dir + "/manifest.json", wpath = dir + "/weights.bin";
   set.manifest = load_json_file(mpath);
-  const WeightFile weights(dir + "/weights.bin");
   try {
+    const size_t file_floats = weight_file_floats(wpath, set.manifest, mpath);
     set.gpu = set.manifest.at("gpu").get<std::string>();
     read_baseline(set, mpath);
+    std::map<std::string, Block> blocks;
     for (const Json& p : set.manifest.at("predictors")) {
       Mlp m;
       m.key = p.at("key").get<std::string>();
       const std::string where = mpath + ": predictor " + m.key;
       read_scaling(p, where, m);
-      read_layers(p, where, weights, m);
-      std::string key = m.key;
+      blocks[m.key] = read_block_plan(p, where, m, file_floats);
       set.has_ratio_predictors = set.has_ratio_predictors || !m.ratio_of.empty();
+      std::string key = m.key;
       set.by_key.emplace(key, std::move(m));
+    }
+    if (lazy) {
+      set.lazy = std::make_shared<PredictorSet::Lazy>();
+      set.lazy->weights_path = wpath;
+      set.lazy->pending = std::move(blocks);
+    } else {
+      const std::vector<float> w = read_floats(wpath, 0, file_floats);
+      for (auto& [key, b] : blocks) {
+        check_block(b, w.data() + b.offset, wpath);
+        read_layers(b, w.data() + b.offset, set.by_key.at(key));
+      }
     }
   } catch (const Json::exception& e) {
     throw InputError(mpath, std::string("malformed predictor manifest (") + e.what() + ")");
@@ -318,7 +460,7 @@ std::shared_ptr<const PredictorSet> cached_predictors(const std::string& dir) {
   static std::map<std::string, std::shared_ptr<const PredictorSet>> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[dir];
-  if (!slot) slot = std::make_shared<PredictorSet>(load_predictors(dir));
+  if (!slot) slot = std::make_shared<PredictorSet>(load_predictors(dir, true));
   return slot;
 }
 
@@ -352,12 +494,12 @@ void write_predictors(const std::string& dir, const Json& manifest_base, const s
     Json p;
     p["key"] = m.key;
     p["features"] = m.feature_names;
-    p["feature_mean"] = std::vector<float>(m.feature_mean.data(), m.feature_mean.data() + m.feature_mean.size());
-    p["feature_std"] = std::vector<float>(m.feature_std.data(), m.feature_std.data() + m.feature_std.size());
+    p["feature_mean"] = float_vector_json(m.feature_mean);
+    p["feature_std"] = float_vector_json(m.feature_std);
     if (m.max_roofline_fraction > 0) p["max_roofline_fraction"] = m.max_roofline_fraction;
     if (m.feature_min.size()) {
-      p["feature_min"] = std::vector<float>(m.feature_min.data(), m.feature_min.data() + m.feature_min.size());
-      p["feature_max"] = std::vector<float>(m.feature_max.data(), m.feature_max.data() + m.feature_max.size());
+      p["feature_min"] = float_vector_json(m.feature_min);
+      p["feature_max"] = float_vector_json(m.feature_max);
     }
     if (!m.ratio_of.empty()) p["ratio_of"] = m.ratio_of;
     p["target_mean"] = m.target_mean;
@@ -372,6 +514,7 @@ void write_predictors(const std::string& dir, const Json& manifest_base, const s
     if (std::any_of(blocks.begin(), blocks.end(), [](int k) { return k > 1; })) p["weight_blocks"] = blocks;
     p["weights_offset"] = offset;
     p["heldout"] = m.heldout;
+    const size_t first = blob.size();
     for (size_t l = 0; l < m.weights.size(); ++l) {
       const Eigen::Index k = blocks[l], bo = m.weights[l].rows() / k, bi = m.weights[l].cols() / k;
       for (Eigen::Index blk = 0; blk < k; ++blk)
@@ -379,9 +522,11 @@ void write_predictors(const std::string& dir, const Json& manifest_base, const s
           for (Eigen::Index c = 0; c < bi; ++c) put(m.weights[l](blk * bo + r, blk * bi + c));
       for (Eigen::Index r = 0; r < m.biases[l].size(); ++r) put(m.biases[l](r));
     }
+    p["weights_fnv1a64"] = weights_checksum(blob.data() + first, (blob.size() - first) / sizeof(float));
     preds.push_back(std::move(p));
   }
   manifest["predictors"] = std::move(preds);
+  manifest["weights_bytes"] = blob.size();
   write_file_atomic(dir + "/weights.bin", blob);
   write_file_atomic(dir + "/manifest.json", manifest.dump(1) + "\n");
 }

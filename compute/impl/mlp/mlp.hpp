@@ -2,7 +2,10 @@
 // Trained kernel-time predictors and their inference. A predictor folder holds manifest.json (the
 // features, their normalisation, the layer sizes, the data it was trained on and its held-out
 // error) and weights.bin (float32, little-endian, each layer's weight matrix row-major then its
-// bias). Inference is Eigen, batched per predictor: no LibTorch at run time.
+// bias). The manifest records weights.bin's size and each predictor's block checksum, so that a
+// damaged or mismatched file is an input error, never a wrong time. A process reads a predictor's
+// block only when a kernel first asks for it (cached_predictors). Inference is Eigen, batched per
+// predictor: no LibTorch at run time.
 #include <map>
 #include <memory>
 #include <string>
@@ -50,14 +53,19 @@ struct Mlp {
 };
 
 struct PredictorSet {
+  struct Lazy;  // the predictors whose layers are still in weights.bin (a lazily read set)
   std::string dir;
   std::string gpu;  // GPU name the data was measured on
   int sm_count = 0;
   Baseline baseline;
   Json manifest;
+  // Every predictor by key. In a lazily read set (cached_predictors) a predictor's layers are empty
+  // until find() first returns it; load_predictors reads them all.
   std::map<std::string, Mlp> by_key;
   bool has_ratio_predictors = false;  // any predictor with ratio_of
+  std::shared_ptr<Lazy> lazy;         // null once every predictor is complete
 
+  // The predictor of a key, complete (its layers read and checked), or null. Thread-safe.
   const Mlp* find(const std::string& key) const;
   // Seconds on the measured GPU for every kernel a predictor covers; NaN for the others. With
   // `in_range`, whether each covered kernel lay inside its predictor's training range. A kernel whose
@@ -70,10 +78,18 @@ struct PredictorSet {
 // The largest E <= 16 dividing both sides of w such that w is zero outside E equal diagonal blocks.
 int diagonal_block_count(const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& w);
 
-// Reads a predictor folder; InputError naming the file on anything malformed.
-PredictorSet load_predictors(const std::string& dir);
-// Cached: predictor folders are read once per process.
+// Reads a predictor folder; InputError naming the file on anything malformed. `lazy`: each predictor's
+// layers are read (and checked) when find() first asks for it, the rest of the file never.
+PredictorSet load_predictors(const std::string& dir, bool lazy = false);
+// Cached and lazy: a predictor folder's manifest is read once per process, its blocks as needed.
 std::shared_ptr<const PredictorSet> cached_predictors(const std::string& dir);
+
+// A float vector as the manifest stores it: the base64 of its little-endian float32 values (exact,
+// and read without parsing decimals); the reader takes such a string or a JSON array of numbers.
+Json float_vector_json(const Eigen::VectorXf& v);
+// The checksum a manifest records for a predictor's block of weights.bin: FNV-1a (64 bit) over the
+// block's little-endian 32-bit words, as 16 hex digits.
+std::string weights_checksum(const void* block, size_t floats);
 
 // Where shipped predictors live: $DTSIM_PREDICTOR_DIR, else the source tree's kernels_mlp/pretrained.
 std::string pretrained_root();

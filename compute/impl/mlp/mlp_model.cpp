@@ -74,7 +74,13 @@ MlpComputeModel::MlpComputeModel(GpuSpec target) : target_(std::move(target)) {
   std::vector<std::pair<double, std::string>> by_distance;
   for (const auto& g : gpus) by_distance.push_back({g == target_.name ? -1.0 : distance(load_gpu(g), reference), g});
   std::sort(by_distance.begin(), by_distance.end());
-  for (const auto& [d, g] : by_distance) sources_.push_back({load_gpu(g), cached_predictors(pretrained_root() + "/" + g)});
+  for (const auto& [d, g] : by_distance) sources_.push_back(std::make_unique<Source>(load_gpu(g), pretrained_root() + "/" + g));
+}
+
+const PredictorSet& MlpComputeModel::Source::set() const {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!loaded) loaded = cached_predictors(dir);
+  return *loaded;
 }
 
 static KernelDesc contiguous_twin(KernelDesc k) {
@@ -133,8 +139,9 @@ const MlpComputeModel& MlpComputeModel::base_model(const Source& s) const {
 
 bool MlpComputeModel::covers(const KernelDesc& k) const {
   const std::string key = predictor_key(k);
-  for (const auto& s : sources_) {
-    const Mlp* m = s.set->find(key);
+  for (const auto& sp : sources_) {
+    const Source& s = *sp;
+    const Mlp* m = s.set().find(key);
     if (m == nullptr || !carries(s, k)) continue;
     // A ratio predictor covers a kernel whose contiguous twin a measured predictor times.
     if (m->ratio_of.empty() || base_model(s).covers(contiguous_twin(k))) return true;
@@ -143,7 +150,7 @@ bool MlpComputeModel::covers(const KernelDesc& k) const {
 }
 
 std::string MlpComputeModel::note() const {
-  const GpuSpec& first = sources_.front().gpu;
+  const GpuSpec& first = sources_.front()->gpu;
   std::string n = first.name == target_.name && distance(first, target_) == 0
                       ? "mlp predictors measured on " + first.name
                       : "mlp predictors measured on " + first.name + ", scaled to " + target_.name + " by the ratio of their roofline times";
@@ -166,7 +173,7 @@ void MlpComputeModel::times(const std::vector<KernelDesc>& ks, std::vector<Kerne
       [this](const KernelDesc& k) {
         const std::string key = predictor_key(k);
         for (const auto& s : sources_)
-          if (s.set->find(key)) return true;
+          if (s->set().find(key)) return true;
         return false;
       });
 }
@@ -204,7 +211,7 @@ void MlpComputeModel::remembered_predict(const Source& src, const std::vector<Ke
   std::vector<size_t> unknown;
   {
     std::lock_guard<std::mutex> lock(remembered_mu);
-    const auto& table = remembered[src.set.get()];
+    const auto& table = remembered[&src.set()];
     for (size_t j = 0; j < ks.size(); ++j) {
       const auto it = table.find(ks[j]);
       if (it == table.end()) {
@@ -221,12 +228,12 @@ void MlpComputeModel::remembered_predict(const Source& src, const std::vector<Ke
   // Ratio predictors multiply their base, the contiguous twin's time on the source's own GPU.
   std::vector<bool> base_in_range, inside;
   std::vector<double> bases, predicted;
-  if (src.set->has_ratio_predictors)
-    bases = ratio_bases(*src.set, batch, [&]() -> const MlpComputeModel& { return base_model(src); }, &base_in_range);
-  src.set->predict(batch, predicted, &inside, bases.empty() ? nullptr : &bases);
+  if (src.set().has_ratio_predictors)
+    bases = ratio_bases(src.set(), batch, [&]() -> const MlpComputeModel& { return base_model(src); }, &base_in_range);
+  src.set().predict(batch, predicted, &inside, bases.empty() ? nullptr : &bases);
   for (size_t j = 0; j < base_in_range.size(); ++j) inside[j] = inside[j] && base_in_range[j];
   std::lock_guard<std::mutex> lock(remembered_mu);
-  auto& table = remembered[src.set.get()];
+  auto& table = remembered[&src.set()];
   if (table.size() + batch.size() > kMaxRemembered) table.clear();
   for (size_t u = 0; u < unknown.size(); ++u) {
     seconds[unknown[u]] = predicted[u];
@@ -253,7 +260,7 @@ size_t MlpComputeModel::raw_times(const std::vector<KernelDesc>& ks, std::vector
   // call, rather than from its own, measured up to 0.26).
   const size_t rounds = sources_.size() > 1 ? 2 : 1;  // in range only, then anywhere
   for (size_t step = 0; step < rounds * sources_.size() && !open.empty(); ++step) {
-    const Source& src = sources_[step % sources_.size()];
+    const Source& src = *sources_[step % sources_.size()];
     const bool in_range_only = rounds == 2 && step < sources_.size();
     batch.clear();
     for (size_t i : open) batch.push_back(ks[i]);

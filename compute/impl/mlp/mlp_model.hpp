@@ -53,7 +53,7 @@ class MlpComputeModel : public ComputeModel {
   size_t raw_times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out, size_t counted = SIZE_MAX) const;
 
   // The closest measured GPU (the target itself when it has predictors).
-  const GpuSpec& measured_gpu() const { return sources_.front().gpu; }
+  const GpuSpec& measured_gpu() const { return sources_.front()->gpu; }
   // Whether a measured predictor (rather than the roofline) times this kernel.
   bool covers(const KernelDesc& k) const;
   // Distinct kernels of times()'s lists whose predicted time fell below physics_floor_s and was
@@ -61,9 +61,15 @@ class MlpComputeModel : public ComputeModel {
   size_t floored() const { return floored_; }
 
  private:
+  // A measured GPU's predictors, read when a kernel first asks this model for them: a prediction
+  // that the closest GPU's predictors cover never reads the others'.
   struct Source {
     GpuSpec gpu;
-    std::shared_ptr<const PredictorSet> set;
+    std::string dir;
+    mutable std::shared_ptr<const PredictorSet> loaded;
+    mutable std::mutex mu;
+    Source(GpuSpec g, std::string d) : gpu(std::move(g)), dir(std::move(d)) {}
+    const PredictorSet& set() const;
   };
   // Whether a source's measured time of k may be scaled to the target (same kind of math unit).
   bool carries(const Source& s, const KernelDesc& k) const;
@@ -73,7 +79,7 @@ class MlpComputeModel : public ComputeModel {
   // source is the target, else one made for the source's GPU when first needed.
   const MlpComputeModel& base_model(const Source& s) const;
   GpuSpec target_;
-  std::vector<Source> sources_;  // closest first
+  std::vector<std::unique_ptr<Source>> sources_;  // closest first
   mutable std::atomic<size_t> floored_{0};
   mutable std::mutex base_models_mu_;
   mutable std::map<std::string, std::unique_ptr<MlpComputeModel>> base_models_;
