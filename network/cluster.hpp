@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/json_util.hpp"
+#include "core/shared_map.hpp"
 #include "hardware/gpu_spec.hpp"
 #include "network/impl/mpi_spec.hpp"
 #include "network/impl/nccl/tuning.hpp"
@@ -45,12 +46,15 @@ struct MultiTensorPass {
   int max_tensors = 0;          // tensors one launch takes for this pass's number of lists
   double bytes_per_param = 0;   // read and written per parameter element
 };
+// A framework table by key (kernel keys to ratios or seconds): shared by the copies of a cluster.
+using KeyTable = SharedMap<std::string, double>;
+
 struct MultiTensorOptimizer {
   int64_t chunk_elements = 0;   // elements one thread block takes of a tensor (kChunkSize)
   int max_blocks = 0;           // blocks (chunks) one launch takes
   double launch_s = 0;          // GPU time of a launch beyond streaming its bytes
   double bandwidth_fraction = 0;  // of the GPU's datasheet memory bandwidth a pass streams at
-  std::map<std::string, std::vector<MultiTensorPass>> passes;  // by optimizer: sgd, adamw, adam
+  SharedMap<std::string, std::vector<MultiTensorPass>> passes;  // by optimizer: sgd, adamw, adam
 };
 
 // torch.compile's generated pooling kernels (sim/compiled_pool.hpp prices them): the SMs' issue
@@ -61,7 +65,7 @@ struct CompiledPoolCost {
 };
 struct CompiledPooling {
   double bandwidth_fraction = 0;  // 0: not modelled (the pooling's kernels priced as the compute model does)
-  std::map<std::string, CompiledPoolCost> cost;  // by "max/fwd", "max/bwd", "avg/fwd", "avg/bwd"
+  SharedMap<std::string, CompiledPoolCost> cost;  // by "max/fwd", "max/bwd", "avg/fwd", "avg/bwd"
 };
 
 // What the program that drives training costs the host (and its own kernels cost the GPU): the part
@@ -70,6 +74,9 @@ struct CompiledPooling {
 struct FrameworkHostCosts {
   double launch_overhead_s = 0;     // host time to issue one kernel
   double iteration_overhead_s = 0;  // fixed host time per iteration (loop, zero_grad, reducer)
+  // The product of the launch-cost what-ifs applied to these host costs (sim/whatif.hpp): the two
+  // times above are scaled by it, the tables' entries are read times it.
+  double host_cost_scale = 1;
   // The host runs ahead of the GPU across iterations (nothing in the step waits for the GPU: PyTorch's
   // eager loop without .item() or synchronize), so in the steady state the step takes the longer of
   // the host's issue time and the GPU's own timeline; otherwise each step starts with both idle and
@@ -77,19 +84,20 @@ struct FrameworkHostCosts {
   bool host_runs_ahead = false;
   // Where the framework runs its own kernel instead of the measured library one (PyTorch's native
   // bf16 batchnorm and pooling): predictor key ("batchnorm/fwd/bf16", "pool/bwd/fp32/max") -> time ratio.
-  std::map<std::string, double> kernel_time_factors;
+  KeyTable kernel_time_factors;
   // The same for kernels over channels_last (NHWC) tensors, which PyTorch runs with other kernels
   // (batchnorm, pooling, elementwise); a key missing here takes no factor, never the NCHW one.
-  std::map<std::string, double> channels_last_kernel_time_factors;
+  KeyTable channels_last_kernel_time_factors;
   // Optimizers run as multi-tensor passes (torch.optim's foreach implementations); empty: each
   // update kernel as lowered (sim/multi_tensor.hpp).
   MultiTensorOptimizer multi_tensor_optimizer;
-  // Measured host time per kernel by key (sim/schedule.hpp framework_kernel_key); kernels
-  // without an entry cost launch_overhead_s.
-  std::map<std::string, double> host_cost_s;
+  // Measured host time per kernel by key (sim/schedule.hpp framework_kernel_key), as the file gives
+  // it (times host_cost_scale where a what-if scaled the host); kernels without an entry cost
+  // launch_overhead_s.
+  KeyTable host_cost_s;
   // The same for kernels over channels_last tensors, where the profile measured them apart (the
   // library's host path at the models' sizes differs by layout); empty: host_cost_s.
-  std::map<std::string, double> channels_last_host_cost_s;
+  KeyTable channels_last_host_cost_s;
   // DDP without gradient_as_bucket_view: each parameter's gradient is copied into its bucket and
   // scaled by 1/world on the compute stream as it becomes ready (the harness reduces in place).
   bool ddp_gradient_copy = false;

@@ -4,17 +4,14 @@
 #include <optional>
 
 #include "core/error.hpp"
-#include "sim/compiled_pool.hpp"
-#include "sim/multi_tensor.hpp"
 #include "sim/strategies/data_parallel.hpp"
 
 namespace dtsim {
 
-static IterationTimeline run_schedule(const Graph& g, const IterationKernels& k, const ClusterSpec& c, const TrainingConfig& cfg,
-                                      const ComputeModel& compute, const CollectiveAlgorithm& algo, const Placement& place) {
-  const ScheduleOptions opt = schedule_options(c, cfg.overlap.value_or(c.framework.overlap), cfg.record_kernels, cfg.mode.execution);
-  auto allreduce = [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, place, c); };
-  return simulate_iteration(g, k, compute, allreduce, opt);
+// Each bucket's all-reduce by `algo` among the GPUs of `where` on c.
+static std::vector<double> allreduce_times(const StepBeforeCollectives& s, const ClusterSpec& c, const CollectiveAlgorithm& algo,
+                                           const Placement& where) {
+  return bucket_times(s, [&](double bytes) { return algo.time_s(CollectiveOp::AllReduce, bytes, where, c); });
 }
 
 // A strategy parameter given to a strategy that does not read it is a mistake worth naming.
@@ -31,81 +28,6 @@ static void check_strategy_params(const Strategy& strategy, const StrategyParams
       {sp.domain != unset.domain && own.domain != sp.domain, "--domain"}};
   for (const auto& [wrong, flag] : misplaced)
     if (wrong) throw InputError(flag, "does not apply to --strategy " + strategy.name());
-}
-
-namespace {
-
-// The compute model as the cluster's framework sees it: kernels the framework implements itself run
-// their measured time ratio longer (FrameworkSpec::kernel_time_factors).
-class FrameworkKernels : public ComputeModel {
- public:
-  FrameworkKernels(std::unique_ptr<ComputeModel> inner, const FrameworkSpec& fw, const GpuSpec& gpu)
-      : inner_(std::move(inner)), fw_(fw), gpu_(gpu), memory_bandwidth_Bps_(gpu.memory_bandwidth_Bps) {}
-  std::string name() const override { return inner_->name(); }
-  std::string note() const override {
-    if (fw_.kernel_time_factors.empty()) return inner_->note();
-    return inner_->note() + "; " + fw_.name + "'s own kernels: " + std::to_string(fw_.kernel_time_factors.size()) + " kinds scaled by measured ratios";
-  }
-  KernelTime time(const KernelDesc& k) const override {
-    if (auto t = update_time(k)) return *t;
-    if (auto t = compiled_pool_time(fw_.compiled_pooling, k, gpu_)) return *t;
-    KernelTime t = inner_->time(k);
-    t.seconds *= factor(k);
-    return t;
-  }
-  void times(const std::vector<KernelDesc>& ks, std::vector<KernelTime>& out) const override {
-    inner_->times(ks, out);
-    for (size_t i = 0; i < ks.size(); ++i) {
-      if (auto t = update_time(ks[i])) out[i] = *t;
-      else if (auto p = compiled_pool_time(fw_.compiled_pooling, ks[i], gpu_)) out[i] = *p;
-      else out[i].seconds *= factor(ks[i]);
-    }
-  }
-
- private:
-  // The most specific key first (sim/schedule.hpp): an elementwise kernel's variant and a pooling
-  // window have keys of their own, as PyTorch runs its own kernels for them. channels_last kernels
-  // read their own table.
-  double factor(const KernelDesc& k) const {
-    const auto& table = k.format == MemoryFormat::ChannelsLast ? fw_.channels_last_kernel_time_factors : fw_.kernel_time_factors;
-    return framework_table_value(k, table, 1.0);
-  }
-  // An optimizer update kernel alone (one layer's parameters as one tensor). A framework that runs
-  // the optimizer as multi-tensor passes prices them (sim/multi_tensor.hpp); the schedule prices a
-  // whole step's launches together (update_kernel_times). Otherwise an Adam update is the SGD update
-  // of the same parameters, which a measured predictor (and the framework's factor) prices, scaled
-  // by the fused kernels' bytes (28 against 20 per parameter): both stream the same tensors, so
-  // Adam costs what SGD costs times its extra traffic, never less.
-  std::optional<KernelTime> update_time(const KernelDesc& k) const {
-    if (k.kind != KernelKind::SgdUpdate && k.kind != KernelKind::AdamUpdate) return std::nullopt;
-    const std::string name = update_optimizer_name(k);
-    if (runs_multi_tensor(fw_.multi_tensor_optimizer, name)) {
-      KernelTime t;
-      t.seconds = multi_tensor_step_s(fw_.multi_tensor_optimizer, name, {k.shape[0]}, memory_bandwidth_Bps_);
-      t.memory_bound = true;
-      return t;
-    }
-    if (k.kind != KernelKind::AdamUpdate) return std::nullopt;
-    KernelDesc sgd = k;
-    sgd.kind = KernelKind::SgdUpdate;
-    sgd.variant = "";
-    set_cost(sgd);
-    KernelTime t = inner_->time(sgd);
-    t.seconds *= factor(sgd) * k.bytes / sgd.bytes;
-    return t;
-  }
-  std::unique_ptr<ComputeModel> inner_;
-  FrameworkSpec fw_;
-  GpuSpec gpu_;
-  double memory_bandwidth_Bps_;
-};
-
-}  // namespace
-
-std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c) {
-  auto m = make_compute_model(name, c.gpu);
-  // Always wrapped: Adam's updates are priced from SGD's even without a framework's tables.
-  return std::make_unique<FrameworkKernels>(std::move(m), c.framework, c.gpu);
 }
 
 StepMode parse_step_mode(const StepModeNames& names) {
@@ -131,11 +53,10 @@ TrainingConfig training_config(const RunSpec& run) {
 }
 
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch) {
-  auto compute = cluster_compute_model(cfg.compute_model, c);
+  StepPricing pricing(cfg.compute_model);
   auto algo = make_collective_algorithm(cfg.algo);
-  TrainingConfig one = cfg;
-  one.record_kernels = false;
-  return run_schedule(g, lower_iteration(g, batch, cfg.precision, cfg.mode), c, one, *compute, *algo, place(c, 1));
+  const StepBeforeCollectives& s = pricing.before_collectives(g, c, batch, cfg.precision, cfg.mode, false);
+  return finish_step(s, allreduce_times(s, c, *algo, place(c, 1)), cfg.overlap.value_or(c.framework.overlap));
 }
 
 const char* resource_name(Resource r) {
@@ -185,50 +106,55 @@ std::string bottleneck_rule(const double parts[4], double iteration_s, const std
 namespace {
 
 // One training step of the configuration on a cluster: predict's own step and the same step on the
-// cluster with one resource improved, for the bottleneck and the limiting link.
+// cluster with one resource improved, for the bottleneck and the limiting link. Each cluster's first
+// phase comes from the pricing, so the steps that differ only in their collectives share it.
 class Stepper {
  public:
-  Stepper(const Graph& g, const IterationKernels& kernels, const TrainingConfig& cfg, const CollectiveAlgorithm& algo, const Strategy& strategy,
-          const Placement& where)
-      : g_(g), kernels_(kernels), cfg_(cfg), algo_(algo), strategy_(strategy), where_(where) {}
+  Stepper(const Graph& g, const TrainingConfig& cfg, const CollectiveAlgorithm& algo, const Strategy& strategy, const Placement& where,
+          StepPricing& pricing)
+      : g_(g), cfg_(cfg), algo_(algo), strategy_(strategy), where_(where), pricing_(pricing) {}
 
   bool dp() const { return strategy_.name() == "dp"; }
-
-  // DDP's step (the dp strategy's, and what the others' shares are read from when they replay none).
-  IterationTimeline dp_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
-    TrainingConfig run = cfg_;
-    run.record_kernels = record;
-    return run_schedule(g_, kernels_, c, run, compute, algo_, where_);
+  bool overlap(const ClusterSpec& c) const { return cfg_.overlap.value_or(c.framework.overlap); }
+  const StepBeforeCollectives& before(const ClusterSpec& c, int64_t batch, bool record) const {
+    return pricing_.before_collectives(g_, c, batch, cfg_.precision, cfg_.mode, record);
   }
 
-  StrategyOutcome strategy_step(const ClusterSpec& c, const ComputeModel& compute, bool record) const {
-    const bool overlap = cfg_.overlap.value_or(c.framework.overlap);
-    auto simulate = [&](const std::function<double(double)>& bucket_s) {
-      return simulate_iteration(g_, kernels_, compute, bucket_s, schedule_options(c, overlap, record, cfg_.mode.execution));
-    };
-    TrainingConfig quiet = cfg_;
-    quiet.record_kernels = false;
+  // DDP's step (the dp strategy's, and what the others' shares are read from when they replay none)
+  // among the GPUs of `where`.
+  IterationTimeline dp_step(const ClusterSpec& c, bool record, const Placement& where) const {
+    const StepBeforeCollectives& s = before(c, cfg_.batch_per_gpu, record);
+    return finish_step(s, allreduce_times(s, c, algo_, where), overlap(c));
+  }
+  IterationTimeline dp_step(const ClusterSpec& c, bool record) const { return dp_step(c, record, where_); }
+
+  StrategyOutcome strategy_step(const ClusterSpec& c, bool record) const {
+    const StepBeforeCollectives& s = before(c, cfg_.batch_per_gpu, record);
+    auto simulate = [&](const std::function<double(double)>& bucket_s) { return finish_step(s, bucket_times(s, bucket_s), overlap(c)); };
     auto single = [&](int64_t batch) {
-      if (batch == cfg_.batch_per_gpu) return run_schedule(g_, kernels_, c, quiet, compute, algo_, place(c, 1));
-      return run_schedule(g_, lower_iteration(g_, batch, cfg_.precision, cfg_.mode), c, quiet, compute, algo_, place(c, 1));
+      const StepBeforeCollectives& one = before(c, batch, false);
+      return finish_step(one, allreduce_times(one, c, algo_, place(c, 1)), overlap(c));
     };
-    StrategyContext ctx{g_, c, where_, cfg_.batch_per_gpu, cfg_.precision, compute, algo_, cfg_.strategy_params, simulate, single};
+    StrategyContext ctx{g_, c, where_, cfg_.batch_per_gpu, cfg_.precision, *pricing_.compute(c), algo_, cfg_.strategy_params, simulate, single};
     return strategy_.predict(ctx);
   }
 
   // The step's time and its communication per step on cluster c.
-  std::pair<double, double> step(const ClusterSpec& c, const ComputeModel& compute) const {
+  std::pair<double, double> step(const ClusterSpec& c) const {
     if (dp()) {
-      const IterationTimeline t = dp_step(c, compute, false);
-      return {t.iteration_s, t.comm_s};
+      const StepBeforeCollectives& s = before(c, cfg_.batch_per_gpu, false);
+      const std::vector<double> bucket_s = allreduce_times(s, c, algo_, where_);
+      double comm_s = 0;
+      for (double b : bucket_s) comm_s += b;
+      return {finish_step_s(s, bucket_s.data(), overlap(c)), comm_s};
     }
-    const StrategyOutcome o = strategy_step(c, compute, false);
+    const StrategyOutcome o = strategy_step(c, false);
     return {o.step_s, o.comm_s};
   }
 
   // Communication per step on cluster c; dp's is its buckets' all-reduces, whatever the schedule.
-  double comm_s(const ClusterSpec& c, const ComputeModel& compute, const std::vector<GradientBucket>& buckets) const {
-    if (!dp()) return step(c, compute).second;
+  double comm_s(const ClusterSpec& c, const std::vector<GradientBucket>& buckets) const {
+    if (!dp()) return step(c).second;
     double s = 0;
     for (const auto& b : buckets) s += algo_.time_s(CollectiveOp::AllReduce, static_cast<double>(b.bytes), where_, c);
     return s;
@@ -236,11 +162,11 @@ class Stepper {
 
  private:
   const Graph& g_;
-  const IterationKernels& kernels_;
   const TrainingConfig& cfg_;
   const CollectiveAlgorithm& algo_;
   const Strategy& strategy_;
   const Placement& where_;
+  StepPricing& pricing_;
 };
 
 // What limits the communication, by what a 2x better link or latency changes (Prediction::comm_bottleneck).
@@ -261,15 +187,15 @@ std::string limiting_link(const ClusterSpec& c, double comm_s, const std::functi
 
 // The strategy's step: `dp`'s is the DDP step already in p; the others price their own, which
 // replaces the step's numbers.
-void apply_strategy_step(Prediction& p, const Stepper& stepper, const Strategy& strategy, const ClusterSpec& c, const ComputeModel& compute,
-                         const TrainingConfig& cfg, const Placement& where) {
+void apply_strategy_step(Prediction& p, const Stepper& stepper, const Strategy& strategy, const ClusterSpec& c, const TrainingConfig& cfg,
+                         const Placement& where) {
   if (stepper.dp()) {
     p.strategy = outcome_from_timeline("dp", strategy.trade_off(), p.timeline);
     p.strategy.has_timeline = false;  // the same as p.timeline
     p.strategy.timeline = {};
     return;
   }
-  p.strategy = stepper.strategy_step(c, compute, cfg.record_kernels);
+  p.strategy = stepper.strategy_step(c, cfg.record_kernels);
   const StrategyOutcome& o = p.strategy;
   if (o.has_timeline) {
     p.timeline = o.timeline;
@@ -289,41 +215,36 @@ void apply_strategy_step(Prediction& p, const Stepper& stepper, const Strategy& 
 
 // What limits the communication (the link whose bandwidth, doubled, shortens it) and the iteration
 // (the largest part whose resource, improved 2x, shortens it).
-void name_bottlenecks(Prediction& p, const Stepper& stepper, const ClusterSpec& c, const TrainingConfig& cfg,
-                      const std::shared_ptr<const ComputeModel>& compute, const Placement& where) {
+void name_bottlenecks(Prediction& p, const Stepper& stepper, const ClusterSpec& c, const Placement& where) {
   if (where.gpus <= 1) {
     p.comm_bottleneck = "none";
   } else {
     const std::vector<GradientBucket> buckets = p.timeline.buckets;
-    p.comm_bottleneck = limiting_link(c, p.comm_s, [&](const ClusterSpec& better) { return stepper.comm_s(better, *compute, buckets); });
+    p.comm_bottleneck = limiting_link(c, p.comm_s, [&](const ClusterSpec& better) { return stepper.comm_s(better, buckets); });
   }
   const double parts[4] = {p.timeline.compute_bound_s, p.timeline.memory_bound_s, p.exposed_comm_s, p.host_idle_s};
-  auto gain_s = [&](Resource r) {
-    const ClusterSpec better = apply_what_if(c, improved(r));
-    std::shared_ptr<const ComputeModel> m = compute;  // kernel times change with the GPU only
-    if (r == Resource::Compute || r == Resource::Memory) {
-      m = r == Resource::Compute ? cfg.compute_2x_flops : cfg.compute_2x_memory;
-      if (!m) m = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, better), 4);
-    }
-    return p.iteration_s - stepper.step(better, *m).first;
-  };
+  auto gain_s = [&](Resource r) { return p.iteration_s - stepper.step(apply_what_if(c, improved(r))).first; };
   p.bottleneck = bottleneck_rule(parts, p.iteration_s, gain_s);
 }
 
 }  // namespace
 
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg) {
+  StepPricing pricing(cfg.compute_model);
+  return predict(g, c, cfg, pricing);
+}
+
+Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, StepPricing& pricing) {
   if (cfg.batch_per_gpu < 1 || cfg.batch_per_gpu > kMaxBatchPerGpu)
     throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(cfg.batch_per_gpu));
+  if (pricing.compute_model_name() != cfg.compute_model)
+    throw std::logic_error("predict: the pricing prices with " + pricing.compute_model_name() + ", the configuration asks for " + cfg.compute_model);
   const Placement where = place(c, cfg.gpus);
-  // One model for the step and its 1-GPU baseline, which share their kernels: priced once.
-  std::shared_ptr<const ComputeModel> compute = cfg.compute;
-  if (!compute) compute = std::make_shared<RememberingComputeModel>(cluster_compute_model(cfg.compute_model, c), 4);
+  const std::shared_ptr<const ComputeModel> compute = pricing.compute(c);
   auto algo = make_collective_algorithm(cfg.algo);
   auto strategy = make_strategy(cfg.strategy);
   check_strategy_params(*strategy, cfg.strategy_params);
-  const IterationKernels kernels = lower_iteration(g, cfg.batch_per_gpu, cfg.precision, cfg.mode);
-  const Stepper stepper(g, kernels, cfg, *algo, *strategy, where);
+  const Stepper stepper(g, cfg, *algo, *strategy, where, pricing);
 
   Prediction p;
   p.model = g.name;
@@ -337,8 +258,8 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   p.gpus = where.gpus;
   p.nodes = where.nodes;
   p.batch_per_gpu = cfg.batch_per_gpu;
-  p.overlap = cfg.overlap.value_or(c.framework.overlap);
-  p.timeline = stepper.dp_step(c, *compute, cfg.record_kernels);
+  p.overlap = stepper.overlap(c);
+  p.timeline = stepper.dp_step(c, cfg.record_kernels);
   const IterationTimeline& t = p.timeline;
   p.iteration_s = t.iteration_s;
   p.throughput_samples_per_s = static_cast<double>(cfg.batch_per_gpu) * where.gpus / t.iteration_s;
@@ -353,15 +274,14 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
   if (where.gpus == 1) {
     p.single_gpu_iteration_s = t.iteration_s;
   } else {
-    TrainingConfig one = cfg;
-    one.record_kernels = false;
-    p.single_gpu_iteration_s = run_schedule(g, kernels, c, one, *compute, *algo, place(c, 1)).iteration_s;
+    const StepBeforeCollectives& s = stepper.before(c, cfg.batch_per_gpu, false);
+    p.single_gpu_iteration_s = finish_step_s(s, allreduce_times(s, c, *algo, place(c, 1)).data(), p.overlap);
   }
-  apply_strategy_step(p, stepper, *strategy, c, *compute, cfg, where);
+  apply_strategy_step(p, stepper, *strategy, c, cfg, where);
   p.scaling_efficiency = p.single_gpu_iteration_s / p.iteration_s;
   p.tokens_per_sample = g.tokens_per_sample();
   p.throughput_tokens_per_s = p.throughput_samples_per_s * static_cast<double>(p.tokens_per_sample);
-  name_bottlenecks(p, stepper, c, cfg, compute, where);
+  name_bottlenecks(p, stepper, c, where);
   return p;
 }
 

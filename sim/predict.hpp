@@ -10,6 +10,7 @@
 
 #include "workload/graph.hpp"
 #include "workload/kernels.hpp"
+#include "sim/pricing.hpp"
 #include "sim/run_spec.hpp"
 #include "sim/schedule.hpp"
 #include "sim/strategy.hpp"
@@ -27,12 +28,6 @@ struct TrainingConfig : TrainingSettings {
   int64_t batch_per_gpu = 1;
   Precision precision = Precision::FP32;
   StepMode mode;  // memory format, optimizer, execution
-  // A kernel-time model built once for many predictions on one cluster (run_sweep shares a
-  // RememberingComputeModel across GPU counts); when null, predict builds one from compute_model.
-  std::shared_ptr<const ComputeModel> compute;
-  // The same for the cluster with twice the FLOP/s and twice the memory bandwidth, which the
-  // bottleneck rule prices (run_sweep shares them as it shares `compute`); built when needed if null.
-  std::shared_ptr<const ComputeModel> compute_2x_flops, compute_2x_memory;
   bool record_kernels = false;
 };
 
@@ -85,10 +80,9 @@ std::string bottleneck_rule(const double parts[4], double iteration_s, const std
 
 // Checks the configuration (InputError naming the flag) and predicts it.
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg);
-
-// The kernel-time model predict uses on cluster c: `name` (auto, mlp, roofline) as c's framework
-// sees it (kernels it implements itself scaled by their measured ratios).
-std::unique_ptr<ComputeModel> cluster_compute_model(const std::string& name, const ClusterSpec& c);
+// The same, with what predictions on clusters derived from one (apply_what_if) share: their kernel
+// times and steps before the collectives (sim/pricing.hpp). The numbers are predict()'s own.
+Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, StepPricing& pricing);
 
 // One GPU's step at `batch` samples, without communication (a strategy's local step, a grid column).
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch);

@@ -27,25 +27,32 @@ std::string framework_kernel_key(const KernelDesc& k) {
   return key;
 }
 
-double framework_table_value(const KernelDesc& k, const std::map<std::string, double>& table, double fallback) {
-  if (table.empty()) return fallback;
-  // The most specific key first, then with its trailing parts dropped one by one, down to kind/pass.
+// The entry of `table` for k's most specific key, then its key with trailing parts dropped one by one
+// down to kind/pass; null where none matches.
+static const double* framework_table_entry(const KernelDesc& k, const KeyTable& table) {
+  if (table.empty()) return nullptr;
   std::string key = framework_kernel_key(k);
   for (;;) {
-    if (auto it = table.find(key); it != table.end()) return it->second;
+    if (auto it = table.find(key); it != table.end()) return &it->second;
     const size_t slash = key.rfind('/');
-    if (slash == std::string::npos || std::count(key.begin(), key.end(), '/') < 2) return fallback;
+    if (slash == std::string::npos || std::count(key.begin(), key.end(), '/') < 2) return nullptr;
     key.resize(slash);
   }
 }
 
-double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s) {
-  return table ? framework_table_value(k, *table, fallback_s) : fallback_s;
+double framework_table_value(const KernelDesc& k, const KeyTable& table, double fallback) {
+  const double* v = framework_table_entry(k, table);
+  return v ? *v : fallback;
+}
+
+double framework_host_cost_s(const KernelDesc& k, const KeyTable* table, double fallback_s, double scale) {
+  const double* v = table ? framework_table_entry(k, *table) : nullptr;
+  return v ? *v * scale : fallback_s;
 }
 
 double framework_host_cost_s(const KernelDesc& k, const ScheduleOptions& opt) {
   const bool own = k.format == MemoryFormat::ChannelsLast && opt.channels_last_host_cost_s && !opt.channels_last_host_cost_s->empty();
-  return framework_host_cost_s(k, own ? opt.channels_last_host_cost_s : opt.host_cost_s, opt.launch_overhead_s);
+  return framework_host_cost_s(k, own ? opt.channels_last_host_cost_s : opt.host_cost_s, opt.launch_overhead_s, opt.host_cost_scale);
 }
 
 // Whether kernel k runs inside the compiled module: the loss (computed outside it), DDP's gradient
@@ -70,6 +77,7 @@ ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record
   opt.launch_overhead_s = f.launch_overhead_s;
   opt.host_cost_s = &f.host_cost_s;
   opt.channels_last_host_cost_s = &f.channels_last_host_cost_s;
+  opt.host_cost_scale = f.host_cost_scale;
   opt.ddp_gradient_copy = f.ddp_gradient_copy;
   opt.linear_bias_in_gemm = f.linear_bias_in_gemm;
   opt.concat_copy_per_input = f.concat_copy_per_input;
@@ -133,10 +141,14 @@ std::vector<KernelDesc> ddp_gradient_copies(const Graph& g, std::vector<int>& co
   return copies;
 }
 
-// The host issuing kernels onto the GPU's compute stream, adding what each costs to `t`.
+// The host issuing kernels onto the GPU's compute stream, adding what each costs to the step's
+// totals (and, where `record` is given, each kernel's span to it).
 class ComputeStream {
  public:
-  ComputeStream(IterationTimeline& t, const ScheduleOptions& opt) : t_(t), opt_(opt), host_s_(opt.iteration_overhead_s) {}
+  ComputeStream(StepTotals& t, const ScheduleOptions& opt, std::vector<KernelSpan>* record)
+      : t_(t), opt_(&opt), record_(record), s_{opt.iteration_overhead_s, 0, opt.host_runs_ahead} {}
+  // The second phase: the stream where the first left it; every kernel's host cost is given.
+  ComputeStream(StepTotals& t, const StreamState& at, std::vector<KernelSpan>* record) : t_(t), record_(record), s_(at) {}
 
   // A kernel starts when the stream is free, the host has issued it, and whatever it waits on
   // (`not_before`, the last all-reduce for the optimizer) is done. The stream's idle gap is split
@@ -144,62 +156,63 @@ class ComputeStream {
   // duration and end.
   // host_s, where not negative, is what the host pays for this kernel instead of its key's cost.
   std::pair<double, double> issue(const KernelDesc& kd, const KernelTime& kt, double not_before, double host_s = -1) {
-    const double launch_s = host_s >= 0                         ? host_s
-                            : graph_captured(kd, opt_.execution) ? 0.0
-                                                                 : framework_host_cost_s(kd, opt_);
-    host_s_ += launch_s;
+    const double launch_s = host_s >= 0 ? host_s : host_cost_s(kd, *opt_);
+    s_.host_s += launch_s;
     // A host that runs ahead has issued this kernel in an earlier iteration's slack; what it costs
     // the step is settled once, in finish() (steady state: the longer of host and GPU).
-    const double issued = ahead_ ? 0.0 : host_s_;
-    const double start = std::max({gpu_free_s_, issued, not_before});
-    const double comm_wait = std::max(0.0, not_before - std::max(gpu_free_s_, issued));
+    const double issued = s_.ahead ? 0.0 : s_.host_s;
+    const double start = std::max({s_.gpu_free_s, issued, not_before});
+    const double comm_wait = std::max(0.0, not_before - std::max(s_.gpu_free_s, issued));
     t_.exposed_comm_s += comm_wait;
-    t_.host_idle_s += (start - gpu_free_s_) - comm_wait;
+    t_.host_idle_s += (start - s_.gpu_free_s) - comm_wait;
     const double end = start + kt.seconds;
-    gpu_free_s_ = end;
+    s_.gpu_free_s = end;
     t_.compute_s += kt.seconds;
     (kt.memory_bound ? t_.memory_bound_s : t_.compute_bound_s) += kt.seconds;
     KindPricing& priced = t_.pricing[static_cast<int>(kd.kind)];
     (kt.source == TimeSource::Mlp ? priced.mlp_s : priced.roofline_s) += kt.seconds;
     if (!kt.in_range) priced.extrapolated_s += kt.seconds, t_.extrapolated_s += kt.seconds;
-    if (opt_.record_kernels) t_.kernels.push_back({kd.layer, kd.kind, kd.pass, host_s_, start, end, launch_s, kd.math, kd.variant});
+    if (record_) record_->push_back({kd.layer, kd.kind, kd.pass, s_.host_s, start, end, launch_s, kd.math, kd.variant});
     return {kt.seconds, end};
+  }
+  // What the host pays to issue kd: nothing where a CUDA graph replays it, else its key's cost.
+  static double host_cost_s(const KernelDesc& kd, const ScheduleOptions& opt) {
+    return graph_captured(kd, opt.execution) ? 0.0 : framework_host_cost_s(kd, opt);
   }
   // The host blocks until the GPU is done (a .item() on a GPU value). It is no longer ahead: the
   // kernels after the wait start as the host issues them.
   void host_syncs() {
-    if (ahead_) {
+    if (s_.ahead) {
       // In the steady state the host's issue time up to here overlaps the GPU's: the wait ends when
       // the later of the two does.
-      gpu_free_s_ = std::max(gpu_free_s_, host_s_);
-      ahead_ = false;
+      s_.gpu_free_s = std::max(s_.gpu_free_s, s_.host_s);
+      s_.ahead = false;
     }
-    host_s_ = std::max(host_s_, gpu_free_s_);
+    s_.host_s = std::max(s_.host_s, s_.gpu_free_s);
   }
   // The step's time: the GPU's end or, where the host ran ahead but issues slower than the GPU runs,
   // the host's issue time (the GPU waits that difference, spread over the step).
   double finish() {
-    if (ahead_ && host_s_ > gpu_free_s_) {
-      t_.host_idle_s += host_s_ - gpu_free_s_;
-      gpu_free_s_ = host_s_;
+    if (s_.ahead && s_.host_s > s_.gpu_free_s) {
+      t_.host_idle_s += s_.host_s - s_.gpu_free_s;
+      s_.gpu_free_s = s_.host_s;
     }
-    return std::max(gpu_free_s_, host_s_);
+    return std::max(s_.gpu_free_s, s_.host_s);
   }
   // The GPU waits for the communication stream, with nothing of its own to run.
   void wait_for_comm(double comm_free_s) {
-    if (comm_free_s <= gpu_free_s_) return;
-    t_.exposed_comm_s += comm_free_s - gpu_free_s_;
-    gpu_free_s_ = comm_free_s;
+    if (comm_free_s <= s_.gpu_free_s) return;
+    t_.exposed_comm_s += comm_free_s - s_.gpu_free_s;
+    s_.gpu_free_s = comm_free_s;
   }
-  double gpu_free_s() const { return gpu_free_s_; }
-  double host_s() const { return host_s_; }
+  double gpu_free_s() const { return s_.gpu_free_s; }
+  const StreamState& state() const { return s_; }
 
  private:
-  IterationTimeline& t_;
-  const ScheduleOptions& opt_;
-  double host_s_;  // host time: the next launch is issued after it
-  bool ahead_ = opt_.host_runs_ahead;
-  double gpu_free_s_ = 0;
+  StepTotals& t_;
+  const ScheduleOptions* opt_ = nullptr;  // null in the second phase, where every host cost is given
+  std::vector<KernelSpan>* record_;
+  StreamState s_;
 };
 
 // The backward pass, each layer's gradient copy after its last kernel; grad_ready[layer] is when
@@ -230,10 +243,9 @@ void run_backward(const Graph& g, const IterationKernels& k, const std::vector<K
   }
 }
 
-// Gradient buckets on the communication stream, in bucket order. Returns when the last ends.
-double run_buckets(const Graph& g, const std::vector<double>& grad_ready, const std::function<double(double)>& allreduce_s,
-                   const ScheduleOptions& opt, IterationTimeline& t) {
-  double comm_free = 0;
+// DDP's buckets with their bytes, tensors and the time their last gradient is ready.
+std::vector<GradientBucket> ready_buckets(const Graph& g, const std::vector<double>& grad_ready, const ScheduleOptions& opt) {
+  std::vector<GradientBucket> out;
   for (const auto& b : assign_buckets(g, opt.first_bucket_bytes, opt.bucket_bytes, opt.grad_bytes_per_param)) {
     GradientBucket gb;
     for (const auto& [layer, bytes] : b) {
@@ -241,15 +253,33 @@ double run_buckets(const Graph& g, const std::vector<double>& grad_ready, const 
       gb.tensors++;
       gb.ready_s = std::max(gb.ready_s, grad_ready[layer]);
     }
-    double ready = opt.overlap ? gb.ready_s : t.backward_end_s;
-    gb.start_s = std::max(ready, comm_free);
-    double dur = allreduce_s(static_cast<double>(gb.bytes));
-    gb.end_s = gb.start_s + dur;
-    comm_free = gb.end_s;
-    t.comm_s += dur;
-    t.buckets.push_back(gb);
+    out.push_back(gb);
   }
-  return comm_free;
+  return out;
+}
+
+// The second phase onto totals t: the buckets' all-reduces on the communication stream in bucket
+// order, the optimizer after the last, the step's end; each bucket kept where `buckets` is given.
+void finish(const StepBeforeCollectives& s, const double* bucket_s, bool overlap, StepTotals& t, std::vector<GradientBucket>* buckets,
+            std::vector<KernelSpan>* kernels) {
+  double comm_free = 0;
+  for (size_t j = 0; j < s.buckets.size(); ++j) {
+    GradientBucket gb = s.buckets[j];
+    const double ready = overlap ? gb.ready_s : t.backward_end_s;
+    gb.start_s = std::max(ready, comm_free);
+    gb.end_s = gb.start_s + bucket_s[j];
+    comm_free = gb.end_s;
+    t.comm_s += bucket_s[j];
+    if (buckets) buckets->push_back(gb);
+  }
+  // The optimizer waits for the last all-reduce.
+  ComputeStream stream(t, s.stream, kernels);
+  for (size_t i = 0; i < s.update.size(); ++i) {
+    if (i == s.update_host_sync_after && i > 0) stream.host_syncs();  // GradScaler's found_inf.item()
+    t.optimizer_s += stream.issue(s.update[i], s.update_t[i], comm_free, s.update_host_s[i]).first;
+  }
+  stream.wait_for_comm(comm_free);  // a model without parameters to update still waits for its all-reduce
+  t.iteration_s = stream.finish();
 }
 
 }  // namespace
@@ -562,8 +592,7 @@ static void pad_misaligned_gemms(const std::vector<KernelDesc>& ks, std::vector<
   }
 }
 
-IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all, const ComputeModel& compute,
-                                     const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
+StepBeforeCollectives step_before_collectives(const Graph& g, const IterationKernels& all, const ComputeModel& compute, const ScheduleOptions& opt) {
   auto any_forward = [&](auto&& pred) { return std::any_of(all.forward.begin(), all.forward.end(), pred); };
   const bool changed = (opt.concat_copy_per_input && any_forward([](const KernelDesc& d) { return d.kind == KernelKind::Concat; })) ||
                        (opt.depthwise_conv_native && any_forward([](const KernelDesc& d) { return pytorch_runs_native_depthwise(d); })) ||
@@ -573,14 +602,15 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
                        split_copies(opt);
   const IterationKernels framework = changed ? framework_kernels(g, all, opt) : IterationKernels{};
   const IterationKernels& k = changed ? framework : all;
-  IterationTimeline t;
+  StepBeforeCollectives s;
+  IterationTimeline& t = s.timeline;
   const size_t L = g.layers.size();
   t.layers.assign(L, {});
   for (size_t i = 0; i < L; ++i) t.layers[i].grad_bytes = g.layers[i].params() * opt.grad_bytes_per_param;
   std::vector<double> grad_ready(L, 0.0);
 
   // Kernel times first, in batches: predictors infer many kernels at once.
-  std::vector<KernelTime> fwd_t, bwd_t, upd_t;
+  std::vector<KernelTime> fwd_t, bwd_t;
   compute.times(k.forward, fwd_t);
   compute.times(k.backward, bwd_t);
   pad_misaligned_gemms(k.forward, fwd_t, compute, opt);
@@ -593,25 +623,47 @@ IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all
       bwd_t[i].seconds = k.backward[i].bytes / (opt.compiled_ddp_split_copy_bandwidth_fraction * opt.memory_bandwidth_Bps);
       bwd_t[i].memory_bound = true;
     }
-  update_kernel_times(compute, g, k.update, opt.optimizer_update_fused, opt.multi_tensor, opt.memory_bandwidth_Bps, upd_t);
+  update_kernel_times(compute, g, k.update, opt.optimizer_update_fused, opt.multi_tensor, opt.memory_bandwidth_Bps, s.update_t);
 
   const auto [fwd_host, bwd_host] = compiled_host_shares(g, all, k, opt);
-  ComputeStream stream(t, opt);
+  ComputeStream stream(t, opt, opt.record_kernels ? &t.kernels : nullptr);
   for (size_t i = 0; i < k.forward.size(); ++i)
     t.layers[k.forward[i].layer].fwd_s += stream.issue(k.forward[i], fwd_t[i], 0, inside_compiled_module(k.forward[i]) ? fwd_host : -1).first;
   t.forward_end_s = stream.gpu_free_s();
   run_backward(g, k, bwd_t, compute, opt, stream, t, grad_ready, bwd_host);
   t.backward_end_s = stream.gpu_free_s();
-  const double comm_free = run_buckets(g, grad_ready, allreduce_s, opt, t);
+  s.buckets = ready_buckets(g, grad_ready, opt);
+  s.update = k.update;
+  for (const KernelDesc& d : k.update) s.update_host_s.push_back(ComputeStream::host_cost_s(d, opt));
+  s.update_host_sync_after = k.update_host_sync_after;
+  s.stream = stream.state();
+  s.record_kernels = opt.record_kernels;
+  return s;
+}
 
-  // The optimizer waits for the last all-reduce.
-  for (size_t i = 0; i < k.update.size(); ++i) {
-    if (i == k.update_host_sync_after && i > 0) stream.host_syncs();  // GradScaler's found_inf.item()
-    t.optimizer_s += stream.issue(k.update[i], upd_t[i], comm_free).first;
-  }
-  stream.wait_for_comm(comm_free);  // a model without parameters to update still waits for its all-reduce
-  t.iteration_s = stream.finish();
+IterationTimeline finish_step(const StepBeforeCollectives& s, const std::vector<double>& bucket_s, bool overlap) {
+  IterationTimeline t = s.timeline;
+  finish(s, bucket_s.data(), overlap, t, &t.buckets, s.record_kernels ? &t.kernels : nullptr);
   return t;
+}
+
+double finish_step_s(const StepBeforeCollectives& s, const double* bucket_s, bool overlap) {
+  StepTotals t = s.timeline;
+  finish(s, bucket_s, overlap, t, nullptr, nullptr);
+  return t.iteration_s;
+}
+
+std::vector<double> bucket_times(const StepBeforeCollectives& s, const std::function<double(double)>& allreduce_s) {
+  std::vector<double> out;
+  out.reserve(s.buckets.size());
+  for (const GradientBucket& b : s.buckets) out.push_back(allreduce_s(static_cast<double>(b.bytes)));
+  return out;
+}
+
+IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& all, const ComputeModel& compute,
+                                     const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt) {
+  const StepBeforeCollectives s = step_before_collectives(g, all, compute, opt);
+  return finish_step(s, bucket_times(s, allreduce_s), opt.overlap);
 }
 
 }  // namespace dtsim

@@ -3,6 +3,7 @@
 // compute stream, gradient buckets all-reduced on a communication stream as they fill, then the
 // optimizer.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,7 +47,9 @@ struct KindPricing {
   double mlp_s = 0, roofline_s = 0, extrapolated_s = 0;
 };
 
-struct IterationTimeline {
+// A step's running totals, the scalars of its timeline: what the compute stream adds to as kernels
+// are issued, and what the step engine's second phase (finish_step_s) needs no more than.
+struct StepTotals {
   double iteration_s = 0;
   double compute_s = 0;               // GPU busy with kernels
   double compute_bound_s = 0;         // of which limited by arithmetic
@@ -56,11 +59,14 @@ struct IterationTimeline {
   double host_idle_s = 0;             // the GPU waiting for the host to issue work
   double optimizer_s = 0;
   double forward_end_s = 0, backward_end_s = 0;
+  std::array<KindPricing, kKernelKinds> pricing{};  // by KernelKind
+  double extrapolated_s = 0;          // GPU time priced by predictors outside their training range
+};
+
+struct IterationTimeline : StepTotals {
   std::vector<LayerTimes> layers;     // per graph layer
   std::vector<GradientBucket> buckets;
   std::vector<KernelSpan> kernels;    // filled when asked for
-  std::array<KindPricing, kKernelKinds> pricing{};  // by KernelKind
-  double extrapolated_s = 0;          // GPU time priced by predictors outside their training range
 };
 
 struct ScheduleOptions {
@@ -69,9 +75,10 @@ struct ScheduleOptions {
   int64_t bucket_bytes = 25 << 20;
   double launch_overhead_s = 0;  // host time per kernel, where host_cost_s has no entry
   // Host time per kernel by key (FrameworkSpec::host_cost_s, framework_kernel_key); may be null.
-  const std::map<std::string, double>* host_cost_s = nullptr;
+  const KeyTable* host_cost_s = nullptr;
   // FrameworkSpec::channels_last_host_cost_s, for channels_last kernels; null or empty: host_cost_s.
-  const std::map<std::string, double>* channels_last_host_cost_s = nullptr;
+  const KeyTable* channels_last_host_cost_s = nullptr;
+  double host_cost_scale = 1;  // FrameworkSpec's: the tables' entries are read times it
   double iteration_overhead_s = 0;
   bool host_runs_ahead = false;  // FrameworkSpec::host_runs_ahead
   bool ddp_gradient_copy = false;  // FrameworkSpec::ddp_gradient_copy
@@ -113,9 +120,9 @@ ScheduleOptions schedule_options(const ClusterSpec& c, bool overlap, bool record
 std::string framework_kernel_key(const KernelDesc& k);
 // The entry of `table` for framework_kernel_key(k), trailing parts dropped until one matches (down to
 // kind/pass), else fallback.
-double framework_table_value(const KernelDesc& k, const std::map<std::string, double>& table, double fallback);
-// A framework's host time to issue kernel k: framework_table_value over host_cost_s (null: fallback_s).
-double framework_host_cost_s(const KernelDesc& k, const std::map<std::string, double>* table, double fallback_s);
+double framework_table_value(const KernelDesc& k, const KeyTable& table, double fallback);
+// A framework's host time to issue kernel k: its entry of `table` times `scale` (null or no entry: fallback_s).
+double framework_host_cost_s(const KernelDesc& k, const KeyTable* table, double fallback_s, double scale = 1);
 // What the host pays to issue kernel k under these options: its layout's table, else the launch cost.
 double framework_host_cost_s(const KernelDesc& k, const ScheduleOptions& opt);
 
@@ -132,7 +139,42 @@ double framework_host_cost_s(const KernelDesc& k, const ScheduleOptions& opt);
 void update_kernel_times(const ComputeModel& compute, const Graph& g, const std::vector<KernelDesc>& update, bool fused,
                          const MultiTensorOptimizer* multi_tensor, double memory_bandwidth_Bps, std::vector<KernelTime>& out);
 
-// `allreduce_s(bytes)` prices one bucket's all-reduce.
+// The compute stream where a step's collectives begin: the host's clock and the GPU's.
+struct StreamState {
+  double host_s = 0;      // the host has issued everything up to here
+  double gpu_free_s = 0;  // the compute stream is free from here
+  bool ahead = false;     // the host runs ahead of the GPU (ScheduleOptions::host_runs_ahead) and has not waited
+};
+
+// The step engine runs a step in two phases. The first, everything a configuration's collectives do
+// not change: every kernel priced, the forward and backward passes issued, each gradient bucket's
+// bytes and the time its gradients are ready, the optimizer's kernels priced with what each costs the
+// host. The second (finish_step) adds the buckets' all-reduces, the optimizer and the step's end.
+// One first phase serves every GPU count, link, algorithm and overlap setting of a model, batch and
+// GPU: predict's 1-GPU baseline and bottleneck what-ifs, a sweep's network axes, plan's search.
+struct StepBeforeCollectives {
+  IterationTimeline timeline;           // the passes issued; no buckets, optimizer or iteration time yet
+  std::vector<GradientBucket> buckets;  // bytes, tensors and ready_s; start_s and end_s unset
+  std::vector<KernelDesc> update;       // the optimizer's kernels, in issue order
+  std::vector<KernelTime> update_t;
+  std::vector<double> update_host_s;    // what each costs the host to issue
+  size_t update_host_sync_after = SIZE_MAX;
+  StreamState stream;
+  bool record_kernels = false;
+};
+
+// The first phase (ScheduleOptions::overlap is the second's business).
+StepBeforeCollectives step_before_collectives(const Graph& g, const IterationKernels& k, const ComputeModel& compute, const ScheduleOptions& opt);
+// The second: bucket j's all-reduce takes bucket_s[j] (one per bucket, in bucket order); with
+// `overlap` each starts once its gradients are ready and the previous one is done, else after the
+// backward pass.
+IterationTimeline finish_step(const StepBeforeCollectives& s, const std::vector<double>& bucket_s, bool overlap);
+// The same step's iteration time alone, keeping no timeline (plan prices millions of configurations).
+double finish_step_s(const StepBeforeCollectives& s, const double* bucket_s, bool overlap);
+// Each bucket's all-reduce priced by `allreduce_s(bytes)`, in bucket order.
+std::vector<double> bucket_times(const StepBeforeCollectives& s, const std::function<double(double)>& allreduce_s);
+
+// Both phases: `allreduce_s(bytes)` prices one bucket's all-reduce.
 IterationTimeline simulate_iteration(const Graph& g, const IterationKernels& k, const ComputeModel& compute,
                                      const std::function<double(double)>& allreduce_s, const ScheduleOptions& opt);
 

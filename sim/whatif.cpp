@@ -78,9 +78,8 @@ ClusterSpec apply_what_if(const ClusterSpec& c0, const WhatIf& w) {
   c.collectives.mpi.latency_s *= w.latency_scale;
   c.collectives.mpi.latency_inter_s *= w.latency_scale;
   c.collectives.parameter_server.latency_s *= w.latency_scale;
+  c.framework.host_cost_scale *= w.launch_overhead_scale;
   c.framework.launch_overhead_s *= w.launch_overhead_scale;
-  for (auto& [key, s] : c.framework.host_cost_s) s *= w.launch_overhead_scale;
-  for (auto& [key, s] : c.framework.channels_last_host_cost_s) s *= w.launch_overhead_scale;
   c.framework.iteration_overhead_s *= w.launch_overhead_scale;
   if (w.gpus_per_node) c.gpus_per_node = *w.gpus_per_node;
   return c;

@@ -63,16 +63,12 @@ struct Axes {
   }
 };
 
-// DDP's step at one (cluster what-if, bucket size, batch, precision), everything but the all-reduces:
-// what sim/schedule.cpp computes before its bucket loop and what its optimizer loop reads.
+// DDP's step at one (cluster what-if, bucket size, batch, precision) up to its all-reduces (the step
+// engine's first phase), and whether it fits.
 struct Step {
   bool fits_one = false, fits_many = false;  // GPU memory at 1 GPU and at more (NCCL's buffers)
   bool scheduled = false;
-  std::vector<double> ready;  // per bucket, when its all-reduce may start (the backward's end without overlap)
-  double gpu_free = 0, host = 0;  // at the end of the backward pass
-  std::vector<double> update_host_s, update_s;
-  size_t sync_after = 0;
-  bool host_runs_ahead = false;  // ScheduleOptions's: the host's issue time does not hold back a kernel's start
+  StepBeforeCollectives before;
 };
 
 // One (cluster, what-if, bucket size): the cluster as predict sees it, and its steps by (precision, batch).
@@ -82,32 +78,10 @@ struct Group {
   bool overlap = true;
   double bucket_mb = 0, price = 0;
   std::vector<int64_t> bucket_bytes;
-  std::shared_ptr<const ComputeModel> compute, compute_2x_flops, compute_2x_memory;
+  StepPricing* pricing = nullptr;  // its cluster's, shared by the cluster's what-ifs and bucket sizes
+  std::shared_ptr<const ComputeModel> compute;
   std::vector<Step> steps;  // [pi * Bt + bi]
 };
-
-// The iteration time of DDP's step from its shared part and this configuration's all-reduce times:
-// sim/schedule.cpp's bucket loop and optimizer loop, the same operations in the same order.
-double replay(const Step& s, const std::vector<double>& allreduce_s) {
-  double comm_free = 0;
-  for (size_t j = 0; j < s.ready.size(); ++j) {
-    const double start = std::max(s.ready[j], comm_free);
-    comm_free = start + allreduce_s[j];
-  }
-  double host = s.host, gpu_free = s.gpu_free;
-  bool ahead = s.host_runs_ahead;
-  for (size_t i = 0; i < s.update_s.size(); ++i) {
-    if (i == s.sync_after && i > 0) {  // ComputeStream::host_syncs
-      if (ahead) gpu_free = std::max(gpu_free, host), ahead = false;
-      host = std::max(host, gpu_free);
-    }
-    host += s.update_host_s[i];
-    const double start = std::max({gpu_free, ahead ? 0.0 : host, comm_free});
-    gpu_free = start + s.update_s[i];
-  }
-  if (comm_free > gpu_free) gpu_free = comm_free;
-  return std::max(gpu_free, host);  // ComputeStream::finish: a host that ran ahead paces the step where it is slower
-}
 
 // Runs fn(i) for i in [0, n) on `threads` threads; items are taken in order, each by one thread.
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
@@ -262,6 +236,7 @@ struct Search {
   std::vector<Graph> graphs;               // per batch size
   std::vector<IterationKernels> kernels;   // [pi * Bt + bi]
   std::vector<Group> groups;               // [(ci * W + wi) * K + ki]
+  std::vector<std::unique_ptr<StepPricing>> pricings;  // per cluster
 };
 
 // A configuration that meets every limit, as the Pareto front and the top K see it.
@@ -288,15 +263,14 @@ std::vector<Graph> load_graphs(const PlanSpec& s) {
   return graphs;
 }
 
-// Groups: (cluster, what-if, bucket size), each with the cluster predict would see. One compute
-// model per (cluster, what-if), shared by its bucket sizes.
-std::vector<Group> make_groups(const PlanSpec& s, const Axes& ax) {
-  const bool any_other = std::any_of(s.strategies.begin(), s.strategies.end(), [](const std::string& n) { return make_strategy(n)->name() != "dp"; });
+// Groups: (cluster, what-if, bucket size), each with the cluster predict would see, and what the
+// cluster's groups share (one pricing per cluster: a compute model per GPU what-if).
+std::vector<Group> make_groups(const PlanSpec& s, const Axes& ax, std::vector<std::unique_ptr<StepPricing>>& pricings) {
   std::vector<Group> groups;
   for (size_t ci = 0; ci < ax.C; ++ci) {
     const ClusterSpec base = base_cluster(s, ci);
+    pricings.push_back(std::make_unique<StepPricing>(s.compute_model));
     for (size_t wi = 0; wi < ax.W; ++wi) {
-      std::shared_ptr<const ComputeModel> compute, c2f, c2m;
       for (size_t ki = 0; ki < ax.K; ++ki) {
         Group gr;
         gr.ci = ci, gr.wi = wi, gr.ki = ki;
@@ -306,14 +280,8 @@ std::vector<Group> make_groups(const PlanSpec& s, const Axes& ax) {
         gr.overlap = s.overlap.value_or(gr.c.framework.overlap);
         gr.bucket_mb = mb ? *mb : static_cast<double>(gr.c.framework.bucket_bytes) / 1048576.0;
         gr.price = s.price_per_gpu_hour ? *s.price_per_gpu_hour : *gr.c.price_per_gpu_hour;
-        if (!compute) {
-          compute = std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, gr.c), 16);
-          if (any_other) {
-            c2f = std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, apply_what_if(gr.c, improved(Resource::Compute))));
-            c2m = std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, apply_what_if(gr.c, improved(Resource::Memory))));
-          }
-        }
-        gr.compute = compute, gr.compute_2x_flops = c2f, gr.compute_2x_memory = c2m;
+        gr.pricing = pricings.back().get();
+        gr.compute = gr.pricing->compute(gr.c);
         gr.steps.resize(ax.P * ax.Bt);
         groups.push_back(std::move(gr));
       }
@@ -322,27 +290,14 @@ std::vector<Group> make_groups(const PlanSpec& s, const Axes& ax) {
   return groups;
 }
 
-// DDP's shared step for one group at one (precision, batch): sim/schedule.cpp's schedule without
-// the all-reduces, and the optimizer's kernels. What does not fit is not scheduled.
+// DDP's shared step for one group at one (precision, batch): the step engine's first phase, as
+// predict's own. What does not fit is not scheduled.
 void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Precision precision, const StepMode& mode, const Group& gr, Step& st) {
   const ClusterSpec& c = gr.c;
   st.fits_one = memory_fit(g, batch, precision, 1, c.gpu, default_memory_spec(), -1, mode.optimizer).fits;
   st.fits_many = memory_fit(g, batch, precision, 2, c.gpu, default_memory_spec(), -1, mode.optimizer).fits;
   if (!st.fits_one && !st.fits_many) return;
-  const ScheduleOptions opt = schedule_options(gr.c, gr.overlap, true, mode.execution);  // as predict's run_schedule
-  const IterationTimeline t = simulate_iteration(g, k, *gr.compute, [](double) { return 0.0; }, opt);
-  st.gpu_free = t.backward_end_s;
-  const size_t before_update = t.kernels.size() - k.update.size();
-  st.host = before_update > 0 ? t.kernels[before_update - 1].issue_s : c.framework.iteration_overhead_s;
-  for (const auto& b : t.buckets) st.ready.push_back(gr.overlap ? b.ready_s : t.backward_end_s);
-  std::vector<KernelTime> upd;
-  update_kernel_times(*gr.compute, g, k.update, opt.optimizer_update_fused, opt.multi_tensor, opt.memory_bandwidth_Bps, upd);
-  for (size_t i = 0; i < k.update.size(); ++i) {
-    st.update_s.push_back(upd[i].seconds);
-    st.update_host_s.push_back(framework_host_cost_s(k.update[i], opt));
-  }
-  st.sync_after = k.update_host_sync_after;
-  st.host_runs_ahead = opt.host_runs_ahead;
+  st.before = step_before_collectives(g, k, *gr.compute, schedule_options(gr.c, gr.overlap, false, mode.execution));
   st.scheduled = true;
 }
 
@@ -359,7 +314,7 @@ Search prepare(const PlanSpec& s) {
   x.kernels.resize(ax.P * ax.Bt);
   parallel_for(x.kernels.size(), x.threads,
                [&](size_t i) { x.kernels[i] = lower_iteration(x.graphs[i % ax.Bt], s.batches[i % ax.Bt], x.precisions[i / ax.Bt], s.mode); });
-  x.groups = make_groups(s, ax);
+  x.groups = make_groups(s, ax, x.pricings);
   // Per (cluster, what-if, precision, batch), for every bucket size in turn (the compute model prices
   // the kernels once for all of them).
   parallel_for(ax.C * ax.W * ax.P * ax.Bt, x.threads, [&](size_t item) {
@@ -379,7 +334,7 @@ Search prepare(const PlanSpec& s) {
       gr.bucket_bytes.push_back(bytes);
     }
     for (const Step& st : gr.steps)
-      if (st.scheduled && st.ready.size() != gr.bucket_bytes.size()) throw std::logic_error("plan: bucket count differs between batch sizes");
+      if (st.scheduled && st.before.buckets.size() != gr.bucket_bytes.size()) throw std::logic_error("plan: bucket count differs between batch sizes");
   }
   return x;
 }
@@ -426,13 +381,10 @@ uint64_t price_gpu_run(const Search& x, const Group& gr, size_t ai, size_t si, s
               allreduce_s[j] = algo->time_s(CollectiveOp::AllReduce, static_cast<double>(gr.bucket_bytes[j]), where, c);
             have_comm = true;
           }
-          o.iteration_s = replay(st, allreduce_s);
+          o.iteration_s = finish_step_s(st.before, allreduce_s.data(), gr.overlap);
         } else {
           TrainingConfig cfg = plan_training(s, gpus, batch, x.precisions[pi], s.algos[ai], s.strategies[si]);
-          cfg.compute = gr.compute;
-          cfg.compute_2x_flops = gr.compute_2x_flops;
-          cfg.compute_2x_memory = gr.compute_2x_memory;
-          o.iteration_s = predict(x.graphs[bi], c, cfg).iteration_s;
+          o.iteration_s = predict(x.graphs[bi], c, cfg, *gr.pricing).iteration_s;
         }
         ++n_priced;
         const TrainEstimate e = train_estimate(gpus, batch, o.iteration_s, goal);

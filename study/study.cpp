@@ -63,8 +63,14 @@ static void describe_link(StudyRow& r, const ClusterSpec& c) {
 }
 
 StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, const WhatIf& w, const TrainGoal& goal, bool keep_detail) {
+  StepPricing pricing(cfg.compute_model);
+  return study_row(g, c, cfg, w, goal, keep_detail, pricing);
+}
+
+StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, const WhatIf& w, const TrainGoal& goal, bool keep_detail,
+                   StepPricing& pricing) {
   StudyRow r;
-  r.p = predict(g, c, cfg);
+  r.p = predict(g, c, cfg, pricing);
   if (!keep_detail) {  // a sweep keeps thousands of rows: drop what only one prediction's report shows
     r.p.layer_names = {};
     r.p.timeline.layers = {};
@@ -342,27 +348,17 @@ SweepResult run_sweep(const SweepSpec& s, const std::function<void()>& tick) {
         if (std::find(res.notes.begin(), res.notes.end(), note) == res.notes.end()) res.notes.push_back(note);
     }
   }
-  // Kernel times depend on the model, the batch size and the what-if's GPU, not on the GPU count:
-  // one remembering model per what-if prices each (model, batch) once for all of its GPU counts.
-  // The same for the GPU with twice the FLOP/s and twice the memory bandwidth, which the bottleneck
-  // rule prices (sim/predict.hpp), made when a prediction first asks.
-  std::vector<std::shared_ptr<const ComputeModel>> computes;
-  std::vector<std::shared_ptr<const ComputeModel>> computes_2x_flops(clusters.size()), computes_2x_memory(clusters.size());
-  for (const ClusterSpec& c : clusters) computes.push_back(std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, c)));
+  // What the rows share (kernel times by GPU, each step before its collectives): one pricing for the
+  // study, so a network what-if or another GPU count prices only its collectives.
+  StepPricing pricing(s.compute_model);
   for (size_t mi = 0; mi < s.models.size(); ++mi) {
     for (size_t wi = 0; wi < s.what_ifs.size(); ++wi)
       for (size_t bi = 0; bi < s.batches.size(); ++bi)
         for (int64_t n : s.gpus) {
-          cfg.compute = computes[wi];
-          for (auto [r, cache] : {std::make_pair(Resource::Compute, &computes_2x_flops), std::make_pair(Resource::Memory, &computes_2x_memory)})
-            if (!(*cache)[wi])
-              (*cache)[wi] = std::make_shared<RememberingComputeModel>(cluster_compute_model(s.compute_model, apply_what_if(clusters[wi], improved(r))));
-          cfg.compute_2x_flops = computes_2x_flops[wi];
-          cfg.compute_2x_memory = computes_2x_memory[wi];
           const Graph& g = graphs[mi][bi];
           cfg.batch_per_gpu = s.batches[bi];
           cfg.gpus = s.by_nodes ? n * clusters[wi].gpus_per_node : n;
-          res.rows.push_back(study_row(g, clusters[wi], cfg, s.what_ifs[wi], s.train, false));
+          res.rows.push_back(study_row(g, clusters[wi], cfg, s.what_ifs[wi], s.train, false, pricing));
           res.compute_model = res.rows.back().p.compute_model;
           if (tick) tick();
         }

@@ -46,7 +46,10 @@ struct StudyRow {
   double link_Bps = 0;
 };
 
-// Predicts one configuration on `c` (a what-if already applied) and fills the row.
+// Predicts one configuration on `c` (a what-if already applied) and fills the row; `pricing` is
+// what the rows of one study share (sim/pricing.hpp).
+StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, const WhatIf& w, const TrainGoal& goal,
+                   bool keep_detail, StepPricing& pricing);
 StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, const WhatIf& w, const TrainGoal& goal,
                    bool keep_detail);
 

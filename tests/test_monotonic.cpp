@@ -223,22 +223,10 @@ void check_axes(const std::vector<Axis>& axes, const std::vector<std::string>& m
         const ClusterSpec base = iteration_cluster(preset);
         const Precision prec = as_run_on(asked, base);
         for (const Axis& axis : axes) {
-          // Kernel times depend on the GPU only: one remembering model per GPU what-if value.
-          const bool gpu_axis = axis.name == "flops_scale" || axis.name == "memory_bandwidth_scale";
-          // The bottleneck rule's 2x FLOP/s and 2x memory bandwidth models likewise (as run_sweep shares them).
+          // One pricing per axis, as run_sweep shares one over its what-ifs.
+          StepPricing pricing(variant.compute_model);
           std::vector<ClusterSpec> cs;
-          std::vector<std::array<std::shared_ptr<const ComputeModel>, 3>> models_of;
-          std::array<std::shared_ptr<const ComputeModel>, 3> shared;
-          auto remembering = [&](const ClusterSpec& c) {
-            return std::make_shared<RememberingComputeModel>(cluster_compute_model(variant.compute_model, c), 4);
-          };
-          for (double v : axis.values) {
-            cs.push_back(apply_what_if(base, one_axis(axis.name, v)));
-            if (gpu_axis || !shared[0])
-              shared = {remembering(cs.back()), remembering(apply_what_if(cs.back(), improved(Resource::Compute))),
-                        remembering(apply_what_if(cs.back(), improved(Resource::Memory)))};
-            models_of.push_back(shared);
-          }
+          for (double v : axis.values) cs.push_back(apply_what_if(base, one_axis(axis.name, v)));
           for (int64_t n : counts) {
             TrainingConfig cfg;
             cfg.gpus = n;
@@ -250,10 +238,7 @@ void check_axes(const std::vector<Axis>& axes, const std::vector<std::string>& m
             cfg.mode = variant.mode;
             double prev = 0;
             for (size_t i = 0; i < cs.size(); ++i) {
-              cfg.compute = models_of[i][0];
-              cfg.compute_2x_flops = models_of[i][1];
-              cfg.compute_2x_memory = models_of[i][2];
-              const double t = predict(g, cs[i], cfg).iteration_s;
+              const double t = predict(g, cs[i], cfg, pricing).iteration_s;
               if (i > 0) {
                 ++b.checked;
                 if (t > prev * (1 + kNoise)) {
@@ -350,8 +335,6 @@ TEST_CASE("monotonic: the bottleneck and the limiting link are what improving th
     ++checked;
     labels[p.bottleneck]++;
     links[p.comm_bottleneck]++;
-    cfg.compute = nullptr;
-    cfg.compute_2x_flops = cfg.compute_2x_memory = nullptr;
     for (int r = 0; r < 4; ++r) {
       if (p.bottleneck != resource_name(static_cast<Resource>(r))) continue;
       const double better = predict(g, apply_what_if(c, improved(static_cast<Resource>(r))), cfg).iteration_s;
@@ -500,7 +483,7 @@ namespace {
 // As the CLI runs a step by default: PyTorch's default profile, one GPU; bf16 is fp16 on V100.
 struct BatchLadderCase {
   ClusterSpec cluster;
-  std::shared_ptr<const ComputeModel> compute, twice_flops, twice_memory;
+  std::shared_ptr<const ComputeModel> compute;
 };
 
 BatchLadderCase batch_ladder_case(const std::string& preset) {
@@ -508,8 +491,6 @@ BatchLadderCase batch_ladder_case(const std::string& preset) {
   b.cluster = apply_framework(load_cluster(preset), load_framework(kDefaultFrameworkProfile));
   auto remembering = [](const ClusterSpec& c) { return std::make_shared<RememberingComputeModel>(cluster_compute_model("auto", c), 4); };
   b.compute = remembering(b.cluster);
-  b.twice_flops = remembering(apply_what_if(b.cluster, improved(Resource::Compute)));
-  b.twice_memory = remembering(apply_what_if(b.cluster, improved(Resource::Memory)));
   return b;
 }
 
@@ -533,6 +514,7 @@ TEST_CASE("monotonic: on every preset a bigger batch never makes the step or its
     const BatchLadderCase lc = batch_ladder_case(preset);
     for (const char* name : {"alexnet", "resnet18", "resnet50", "vgg16", "mobilenet_v2", "densenet121", "googlenet", "inception_v3"}) {
       const Graph g = load_model(name);
+      StepPricing pricing("auto");  // the batches of one model share their kernels' times, as a sweep's do
       for (Precision asked : {Precision::FP32, Precision::BF16}) {
         const Precision p = as_run_on(asked, lc.cluster);
         double last_iteration_s = 0, last_compute_s = 0;
@@ -540,10 +522,7 @@ TEST_CASE("monotonic: on every preset a bigger batch never makes the step or its
           TrainingConfig cfg;
           cfg.batch_per_gpu = batch;
           cfg.precision = p;
-          cfg.compute = lc.compute;
-          cfg.compute_2x_flops = lc.twice_flops;
-          cfg.compute_2x_memory = lc.twice_memory;
-          const Prediction r = predict(g, lc.cluster, cfg);
+          const Prediction r = predict(g, lc.cluster, cfg, pricing);
           if (batch > 1) {
             b.checked += 2;
             std::ostringstream where;

@@ -134,7 +134,7 @@ TEST_CASE("batch size limits are enforced") {
 }
 
 TEST_CASE("framework host costs: the most specific key wins, else the launch cost") {
-  const std::map<std::string, double> table = {{"conv2d/fwd/bf16", 40e-6}, {"conv2d/fwd", 30e-6}, {"activation/fwd/fp32", 20e-6},
+  const KeyTable table = {{"conv2d/fwd/bf16", 40e-6}, {"conv2d/fwd", 30e-6}, {"activation/fwd/fp32", 20e-6},
                                                {"eltwise/fwd/fp32/bias_add", 22e-6}, {"eltwise/fwd/fp32/autocast", 0}};
   const Graph vgg = load_model("vgg16");  // kernels' variants point into its layers: keep it alive
   const IterationKernels k = lower_iteration(vgg, 2, Precision::BF16);
