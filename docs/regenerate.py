@@ -9,7 +9,8 @@ Each generated block of a doc sits between `<!-- regenerate.py: NAME -->` and
 `<!-- /regenerate.py: NAME -->`; the generator NAME (docs/regen/*.py) runs the commands it shows and
 rewrites the block. File generators write the worked study's tables and traces (docs/study/) and the
 data the pictures (docs/img/) are drawn from; pictures are redrawn (gnuplot) only without --check,
-which compares their data instead. The check also fails on a marker without a generator, a generator
+which compares their data instead. Checks (@check) run what the docs claim without rewriting it: the
+README's command examples must run. The check also fails on a marker without a generator, a generator
 whose block is in no doc, and a link or a named section ("docs/accuracy.md, "Title"") that does not
 exist. The test suite runs the check (tests/CMakeLists.txt, docs_match_the_binary).
 """
@@ -44,6 +45,8 @@ def main():
                 print(f"{name:32s} block in {where.get(name, '(no doc)')}")
             for name in sorted(engine.FILES):
                 print(f"{name:32s} files")
+            for name in sorted(engine.CHECKS):
+                print(f"{name:32s} check")
             return 0
         broken = [f"{doc}: marker {name} has no generator" for name, doc in sorted(where.items()) if name not in engine.BLOCKS]
         broken += [f"generator {name} has no block in any doc" for name in sorted(engine.BLOCKS) if name not in where]
@@ -53,12 +56,14 @@ def main():
                 raise engine.Failure(f"{path}: not an executable dtsim (build it, or pass --dtsim)")
         trainer = a.train_predictors if os.access(a.train_predictors, os.X_OK) else None
         only, skip = set(filter(None, a.only.split(","))), set(filter(None, a.skip.split(",")))
-        names = [n for n in sorted(engine.BLOCKS) + sorted(engine.FILES) if (not only or n in only) and n not in skip]
-        unknown = (only | skip) - set(engine.BLOCKS) - set(engine.FILES)
+        every = sorted(engine.BLOCKS) + sorted(engine.FILES) + sorted(engine.CHECKS)
+        names = [n for n in every if (not only or n in only) and n not in skip]
+        unknown = (only | skip) - set(every)
         if unknown:
             raise engine.Failure(f"--only: no generator named {', '.join(sorted(unknown))} (--list lists them)")
         ctx = engine.Ctx(a.dtsim, trainer, pictures=not a.check)
-        texts, staging = engine.generate(ctx, names, a.jobs)
+        texts, staging, failed = engine.generate(ctx, names, a.jobs)
+        broken += failed
         differ = engine.apply(texts, staging, a.check)
     except engine.Failure as e:
         print(f"regenerate.py: {e}", file=sys.stderr)

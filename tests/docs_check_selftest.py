@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """docs/regenerate.py --check can fail: on a copy of README.md and docs/, a changed number in a
-generated block, a marker without its pair and a link to a heading that does not exist must each
-make the check fail, and the untouched copy must pass (one fast generator, plan-example).
+generated block, a marker without its pair, a link to a heading that does not exist and a README
+command example that no longer runs must each make the check fail, and the untouched copy must pass
+(a fast generator each: plan-example, and readme-commands for the command).
 
   tests/docs_check_selftest.py PATH/TO/dtsim
 """
@@ -24,8 +25,8 @@ def copy_docs(tmp):
             shutil.copyfile(os.path.join(ROOT, "docs", name), os.path.join(tmp, "docs", name))
 
 
-def check(tmp):
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "docs", "regenerate.py"), "--check", "--only", "plan-example",
+def check(tmp, only="plan-example"):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "docs", "regenerate.py"), "--check", "--only", only,
                         "--dtsim", DTSIM, "--docs-root", tmp], capture_output=True, text=True)
     return r.returncode, r.stderr
 
@@ -40,8 +41,8 @@ def edit(tmp, rel, fn):
         f.write(new)
 
 
-def expect(name, tmp, rc, words):
-    got, err = check(tmp)
+def expect(name, tmp, rc, words, only):
+    got, err = check(tmp, only)
     if got != rc or any(w not in err for w in words):
         print(f"FAIL {name}: exit {got} (expected {rc}), stderr:\n{err}")
         return False
@@ -61,14 +62,16 @@ def main():
          2, ["without its pair"]),
         ("a link to a missing heading fails", ("docs/plan.md", lambda t: t + "\n[gone](accuracy.md#no-such-heading)\n"),
          1, ["no such heading"]),
+        ("a README command that does not run fails", ("README.md", lambda t: t.replace(
+            "build/dtsim strategies\n", "build/dtsim strategies --no-such-flag\n", 1)), 1, ["exits 2"], "readme-commands"),
     ]
-    for name, change, rc, words in cases:
+    for name, change, rc, words, *only in cases:
         tmp = tempfile.mkdtemp(prefix="dtsim-docs-selftest-")
         try:
             copy_docs(tmp)
             if change:
                 edit(tmp, *change)
-            ok &= expect(name, tmp, rc, words)
+            ok &= expect(name, tmp, rc, words, only[0] if only else "plan-example")
         finally:
             shutil.rmtree(tmp)
     return 0 if ok else 1

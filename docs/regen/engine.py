@@ -35,6 +35,7 @@ set_docs_root(ROOT)
 PICTURES = (".png", ".svg")
 BLOCKS = {}  # name -> function(ctx) -> str
 FILES = {}   # name -> function(ctx, out) where out(relpath) gives the staging path to write
+CHECKS = {}  # name -> function(ctx) -> [problems]: claims of the docs that are checked, not rewritten
 MARKER = re.compile(r"<!-- regenerate\.py: ([A-Za-z0-9_-]+) -->\n(.*?)<!-- /regenerate\.py: \1 -->", re.S)
 OPEN = re.compile(r"<!-- (/?)regenerate\.py: ([A-Za-z0-9_-]+) -->")
 
@@ -51,6 +52,14 @@ def files(name):
     def register(fn):
         assert name not in FILES, name
         FILES[name] = fn
+        return fn
+    return register
+
+
+def check(name):
+    def register(fn):
+        assert name not in CHECKS, name
+        CHECKS[name] = fn
         return fn
     return register
 
@@ -164,15 +173,19 @@ def generate(ctx, names, jobs):
     def one(name):
         if name in BLOCKS:
             return name, BLOCKS[name](ctx).strip("\n")
+        if name in CHECKS:
+            return name, CHECKS[name](ctx)
         FILES[name](ctx, out)
         return name, None
 
-    texts = {}
+    texts, problems = {}, []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for name, text in pool.map(one, names):
-            if text is not None:
-                texts[name] = text
-    return texts, staging
+        for name, result in pool.map(one, names):
+            if isinstance(result, list):
+                problems += result
+            elif result is not None:
+                texts[name] = result
+    return texts, staging, problems
 
 
 def staged_files(staging):
