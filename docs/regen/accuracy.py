@@ -393,8 +393,19 @@ def accuracy_published(ctx):
     body = [[e["model"], e["gpu_preset"], e["gpus"], e["batch_per_gpu"], f"{e['precision']} ({e['published_precision']})",
              e["published_images_per_s"], f"{e['dtsim_images_per_s']:.0f}", R.signed(e["signed_error"]), e["bottleneck"]]
             for e in res["rows"]]
+    one = {(e["model"], e["gpu_preset"], e["precision"], e["published_images_per_s"]): e for e in res["rows"] if e["gpus"] == 1}
+    pub, ours = [], []
+    for e in res["rows"]:
+        if e["gpus"] == 8 and e["precision"] == "fp16":
+            base = [b for (m, p, pr, _), b in one.items() if (m, p, pr) == (e["model"], e["gpu_preset"], e["precision"])
+                    and b["table"] == e["table"]]
+            if base:
+                pub.append(e["published_images_per_s"] / base[0]["published_images_per_s"])
+                ours.append(e["dtsim_images_per_s"] / base[0]["dtsim_images_per_s"])
+    span = lambda xs: f"{min(xs):.1f}x" if f"{min(xs):.1f}" == f"{max(xs):.1f}" else f"{min(xs):.1f}-{max(xs):.1f}x"
+    scaling = f" 8 GPUs over 1, the AMP entries: published {span(pub)}, dtsim {span(ours)}." if pub else ""
     per = res["median_abs_error_per_generation"]
     tail = "; ".join(f"{g} {R.pct(v['median_abs_error'])} over {v['entries']}" for g, v in sorted(per.items()))
     return (R.table(["model", "preset", "GPUs", "batch", "precision (published)", "published img/s", "dtsim img/s", "error",
                      "dtsim's bound"], body, ["---", "---", "---:", "---:", "---", "---:", "---:", "---:", "---"])
-            + f"\n\nMedian absolute error: {tail}; all {R.pct(res['median_abs_error'])} over {len(res['rows'])}.")
+            + f"\n\nMedian absolute error: {tail}; all {R.pct(res['median_abs_error'])} over {len(res['rows'])}.{scaling}")
