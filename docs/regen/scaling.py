@@ -61,7 +61,7 @@ def gain(rows, model, what_if, gpus, batch):
 
 
 def pct(x):
-    return f"{100 * x:+.0f}%"
+    return f"{100 * x:+.0f}%" if abs(x) >= 0.01 else f"{100 * x:+.1f}%"
 
 
 @block("scaling-how-far")
