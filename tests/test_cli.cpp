@@ -134,7 +134,7 @@ TEST_CASE("cli: collective --format json rows") {
   CHECK(busbw < 450);
 }
 
-// Issue 24: collective takes predict's hardware what-ifs, parsed and applied by the same code
+// collective takes predict's hardware what-ifs, parsed and applied by the same code
 // (cli/study_flags.cpp, sim/whatif.cpp), and says which it applied.
 namespace {
 Json collective_json(const std::string& args) {

@@ -1,4 +1,4 @@
-// Issue 24: network-bound clusters, emulated on one host (NCCL on loopback sockets, one GPU per
+// Network-bound clusters, emulated on one host (NCCL on loopback sockets, one GPU per
 // node; validation/data/h200-sxm/emulated). Each setting's runs are predicted on the cluster that
 // `dtsim calibrate --gpus-per-node 1` fitted to that setting's own collective measurements. The
 // checks hold what is met (the issue's 5% median and 12% worst case on the harness runs of the two
@@ -98,7 +98,7 @@ TEST_CASE("emulated cluster: PyTorch DDP runs where the network sets the pace") 
       if (r.run.model != "alexnet" && r.run.model != "vgg16") continue;
       INFO(s << " " << r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
       // reached: 11.7% (alexnet, s1x1); 12.1% since PyTorch's optimizer is priced as its multi-tensor
-      // launches and the host costs were refitted (twentieth session): issue 24's 12% missed by 0.1 point.
+      // launches and the host costs were refitted: the emulated-cluster target of 12% missed by 0.1 point.
       CHECK(std::fabs(r.error) <= 0.125);
     }
 }
@@ -194,7 +194,7 @@ TEST_CASE("emulated cluster: DDP where the GPU and the network set the pace, PyT
   // validation/data/h200-sxm/emulated/large_batch: batches whose 1-GPU steps the GPU paces (alexnet
   // b256 ... densenet121 b128), so the host's run-to-run scatter is out of the comparison; three
   // socket settings (s1x1c1: one NCCL channel, 4.6 GB/s). The issue's bounds hold over the settings
-  // together, per framework; reached (twenty-fifth session): PyTorch with its default profile
+  // together, per framework; reached: PyTorch with its default profile
   // (pytorch-ops) median 5.8%, worst 7.9%, with `pytorch` 4.7% and 7.2% (every step predicted short);
   // harness median 2.2%, worst 7.0% (densenet121 b128).
   // PyTorch's runs with the default profile (pytorch-ops) and with the fitted `pytorch` profile.
@@ -227,7 +227,7 @@ TEST_CASE("emulated cluster: DDP where the GPU and the network set the pace, PyT
     }
   for (const std::string fw : {"harness", "pytorch", "pytorch fitted"}) {
     INFO(fw << ": median " << 100 * median_abs(errors[fw]) << "%, efficiency " << 100 * median_abs(efficiency_diffs[fw]) << " points");
-    // The issue's target is 5%. PyTorch's default profile (pytorch-ops since the twenty-fifth session)
+    // The issue's target is 5%. PyTorch's default profile (pytorch-ops)
     // prices these GPU-paced steps a little shorter than the fitted profile did, and misses it.
     CHECK(median_abs(errors[fw]) <= (fw == "pytorch" ? 0.06 : 0.05));
     CHECK(median_abs(efficiency_diffs[fw]) <= 0.03);   // the issue's 3 points, on the median
@@ -293,7 +293,7 @@ TEST_CASE("emulated cluster: 2 nodes of 2 GPUs, NVLink inside and sockets betwee
 
 TEST_CASE("emulated cluster: calibrate says when the stated NIC rate, not the data, capped the fit") {
   // The 2-node sweep moved 13.3-14.8 GB/s of bus bandwidth; under a nominal 100 Gb/s NIC the fitted
-  // link_efficiency.net ran into 1 and the fit was 32.5% off (this session's first calibration).
+  // link_efficiency.net ran into 1 and the fit was 32.5% off (the first calibration of this sweep).
   auto pts = read_measured(kData + "/gpu4_large/s2x2n2/collective").points;
   for (auto& p : pts) p.nodes = 2;  // --gpus-per-node 2
   ClusterSpec c = load_cluster(kData + "/h200-sockets-n2-base.json");

@@ -1,4 +1,4 @@
-// Peak memory against measurement (issue 7: within 10%): every committed measured run that has a
+// Peak memory against measurement (the target: within 10%): every committed measured run that has a
 // steady-state peak (memory.peak_allocated_bytes: torch.cuda.max_memory_allocated over the measured
 // iterations, counters reset after warm-up) is predicted by `dtsim validate`'s path, with the input
 // batches the run kept on the GPU, and compared.

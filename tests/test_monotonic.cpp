@@ -1,4 +1,4 @@
-// Issue 21, item 4: better hardware on any axis never predicts a slower iteration, and what the
+// Better hardware on any axis never predicts a slower iteration, and what the
 // output calls the bottleneck (or credits with time) is a resource whose improvement changes the
 // prediction. Everything here calls the library directly; sampled so the file runs in seconds.
 #include <catch2/catch.hpp>
@@ -88,7 +88,7 @@ TEST_CASE("monotonic: every collective algorithm is no slower on faster links or
   const std::vector<int> counts = {2, 3, 4, 8, 9, 16, 64, 128, 512, 2048, 8192};
   std::vector<double> sizes;
   for (double n = 4; n <= double(1 << 30); n *= 4) sizes.push_back(n);
-  sizes.push_back(8 << 20);   // the 8 MiB all-reduce of issue 21
+  sizes.push_back(8 << 20);   // an 8 MiB all-reduce, where NCCL once switched protocol
   sizes.push_back(25 << 20);  // DDP's bucket
   int checked = 0, failed = 0;
   std::map<std::string, std::pair<int, std::string>> breaks;  // cluster, algorithm, axis -> count, first example
@@ -175,7 +175,7 @@ const std::vector<int64_t>& gpu_counts() {
   return g;
 }
 
-// As the CLI prices a PyTorch step by default (pytorch-ops since the twenty-fifth session).
+// As the CLI prices a PyTorch step by default (pytorch-ops).
 ClusterSpec iteration_cluster(const std::string& preset) {
   ClusterSpec c = apply_framework(load_cluster(preset), load_framework(kDefaultFrameworkProfile));
   c.nodes = 8192;  // room for 8192 GPUs at any GPUs-per-node what-if
@@ -320,7 +320,7 @@ TEST_CASE("monotonic: the iteration is no slower with more FLOP/s or more memory
   b.report();
 }
 
-// The bottleneck and the limiting link follow from sensitivity (issue 21, item 2): the resource the
+// The bottleneck and the limiting link follow from sensitivity: the resource the
 // label names, improved 2x, shortens the iteration by at least kBottleneckGain of it (so a resource
 // whose improvement changes it by less is never named); the link named as limiting the
 // communication, 2x faster, shortens it, and a link whose 2x bandwidth leaves it unchanged is never
@@ -390,7 +390,7 @@ TEST_CASE("monotonic: the bottleneck and the limiting link are what improving th
   CHECK(checked > 0);
 }
 
-// Issue 21's reproducer: resnet50 on 64 H100s, batch 64. Communication is the same 1.38 ms at any
+// The reproducer: resnet50 on 64 H100s, batch 64. Communication is the same 1.38 ms at any
 // NIC rate from 410 Gb/s on (NVLink, at NCCL's efficiency, is the slower link); it must not be
 // said to be limited by the network, nor any of its time credited to the network's rate.
 TEST_CASE("monotonic: a NIC rate that does not change the communication is not named as its limit", "[monotonic]") {
@@ -416,7 +416,7 @@ TEST_CASE("monotonic: a NIC rate that does not change the communication is not n
   }
 }
 
-// Issue 23: the same axes in the modes speed-minded users run: channels_last with AdamW, CUDA graphs,
+// The same axes in the modes speed-minded users run: channels_last with AdamW, CUDA graphs,
 // and torch.compile with CUDA graphs (Inductor's fused kernels, NHWC convolutions).
 TEST_CASE("monotonic: channels_last, AdamW, CUDA graphs and torch.compile are no slower on better hardware", "[monotonic][compute]") {
   const std::vector<Axis> compute_axes = {{"flops_scale", {0.5, 1, 2, 16}}, {"memory_bandwidth_scale", {0.5, 1, 2, 16}}};
@@ -437,8 +437,8 @@ TEST_CASE("monotonic: channels_last, AdamW, CUDA graphs and torch.compile are no
 
 TEST_CASE("monotonic: on the measured GPUs a bigger batch never makes the step or its GPU time shorter, in any training mode",
           "[monotonic][compute]") {
-  // Under both PyTorch profiles (pytorch-ops, the default since the twenty-fifth session, and pytorch). A scan of every preset
-  // (twenty-third session, docs/accuracy.md) found the iteration falling from batch 1 to 2 only off
+  // Under both PyTorch profiles (pytorch-ops, the default, and pytorch). A scan of every preset
+  // (scripts/scan_batch_monotone.py) found the iteration falling from batch 1 to 2 only off
   // the measured GPUs; single kernels fell on the measured GPUs too (alexnet's bf16 gemm bwd_weight
   // 23.6 us at batch 1, 17.9 at 2). Kernel times now never fall down a batch ladder
   // (batch_monotone_times); the tests below hold that on every preset.

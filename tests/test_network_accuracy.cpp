@@ -1,6 +1,6 @@
 // The presets against the committed NCCL measurements (validation/data/<gpu>/collective): all-reduce
-// on 2 GPUs of one node, 4 KiB to 1 GiB: median |error| <= 8%, none beyond 15% (issue 5's target);
-// the same bounds on 4 GPUs where a 4-GPU machine was measured (H100). One exception (issue 21):
+// on 2 GPUs of one node, 4 KiB to 1 GiB: median |error| <= 8%, none beyond 15% (the network target);
+// the same bounds on 4 GPUs where a 4-GPU machine was measured (H100). One exception:
 // where the measured time more than doubles when the size doubles, NCCL has switched to a dearer
 // protocol (no protocol's latency + bytes / bandwidth more than doubles); the model runs the
 // cheapest pair, so that a faster link never predicts a slower collective, and is below the

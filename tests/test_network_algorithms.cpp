@@ -46,7 +46,7 @@ TEST_CASE("network: monotone in bytes and in GPUs, finite everywhere") {
           prev = t;
         }
       }
-      // NCCL's models run the cheapest pair (issue 21), so no slack for them either.
+      // NCCL's models run the cheapest pair, so no slack for them either.
       const double slack = 1e-12;
       for (double n : {4096.0, 64e6}) {
         double prev = 0;

@@ -1,4 +1,4 @@
-// ONNX import of real PyTorch exports of the zoo's transformers and of ShuffleNet V2 (issue 25):
+// ONNX import of real PyTorch exports of the zoo's transformers and of ShuffleNet V2:
 // tests/data/onnx_exports/, written by validation/pytorch/export_onnx.py with Debian's torch 1.13.1,
 // torchvision 0.14.1 and onnx 1.12 (TorchScript exporter, TrainingMode.TRAINING, no constant folding,
 // a dynamic batch; provenance.json there) and stripped to initializer dimensions. torchvision's

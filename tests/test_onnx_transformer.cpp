@@ -1,4 +1,4 @@
-// Transformers from ONNX (issue 25): graphs the test writes node by node with libonnx's protobuf
+// Transformers from ONNX: graphs the test writes node by node with libonnx's protobuf
 // classes, the way torch.onnx.export (TorchScript, opset 17) writes a GPT-2 block and a ViT block
 // (there is no torch or python3-onnx on the build machines), imported onto dtsim's transformer layers
 // and checked against hand counts and against the same model written in dtsim's JSON.

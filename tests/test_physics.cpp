@@ -1,4 +1,4 @@
-// Physics is a floor (issue 21): no kernel is predicted faster than its FLOPs at the datasheet peak of
+// Physics is a floor: no kernel is predicted faster than its FLOPs at the datasheet peak of
 // the math unit it runs on, or its minimum bytes at the datasheet memory bandwidth, on any GPU preset,
 // in any math mode, for any pass, for shapes far beyond what was measured, and on what-if GPUs.
 #include <catch2/catch.hpp>
@@ -137,7 +137,7 @@ TEST_CASE("physics: no kernel beats its math unit's peak or the memory bandwidth
 
 TEST_CASE("physics: the measured predictors stay above the floor by themselves on the measured GPUs") {
   // The floor in MlpComputeModel is a last guard; clamping features to the training range is what keeps
-  // the predictors from running past the roofline (issue 21: FP32 GEMMs up to 1.99x the peak before).
+  // the predictors from running past the roofline (without the clamp FP32 GEMMs reached 1.99x the peak).
   std::mt19937_64 rng(22);
   const std::vector<KernelDesc> ks = grid_kernels(rng);
   for (const char* name : {"h100-sxm", "h200-sxm"}) {
@@ -153,7 +153,7 @@ TEST_CASE("physics: the measured predictors stay above the floor by themselves o
   }
 }
 
-TEST_CASE("physics: issue 21's examples") {
+TEST_CASE("physics: the examples that once beat the floor") {
   const GpuSpec h100 = load_gpu("h100-sxm"), h200 = load_gpu("h200-sxm");
   // 16384^3 FP32 GEMMs in every pass: at least 2 * 16384^3 / 66.9 TFLOP/s each.
   for (const GpuSpec& g : {h100, h200}) {

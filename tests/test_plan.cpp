@@ -322,7 +322,7 @@ TEST_CASE("plan: --bucket-mb changes DDP's buckets as the cluster file's bucket_
   CHECK_THROWS_AS(set_bucket_mb(b, 2e6, "--bucket-mb"), InputError);
 }
 
-TEST_CASE("plan: issue 26's search of 1,048,576 configurations reports predict()'s own fastest and cheapest", "[plan][slow]") {
+TEST_CASE("plan: the budget's search of 1,048,576 configurations reports predict()'s own fastest and cheapest", "[plan][slow]") {
   // The search of BM_Plan1M (bench/README.md), about a second on two cores.
   const PlanSpec s = reference_plan_1m();
   const PlanResult r = run_plan(s);

@@ -1,4 +1,4 @@
-// Issue 21, items 3 and 5: fp16 priced as consistently as bf16 (the same cuDNN/cuBLAS kernels, plus
+// fp16 priced as consistently as bf16 (the same cuDNN/cuBLAS kernels, plus
 // GradScaler's), nothing falling back silently, and extrapolation visible in the output.
 #include <catch2/catch.hpp>
 

@@ -19,7 +19,7 @@ using namespace dtsim;
 using namespace dtsim::mlp;
 namespace fs = std::filesystem;
 
-// Mean absolute percentage error targets on held-out shapes (issue 4); attention is held to the
+// Mean absolute percentage error targets on held-out shapes (kernels_mlp/README.md); attention is held to the
 // matmuls' target, as the trainer holds it.
 static double target_mape(const std::string& key) {
   return (key.rfind("conv2d/", 0) == 0 || key.rfind("gemm/", 0) == 0 || key.rfind("attention/", 0) == 0) ? 0.10 : 0.15;
@@ -82,7 +82,7 @@ TEST_CASE("shipped predictors meet their held-out targets on the committed data"
 }
 
 TEST_CASE("what-if: H100 predictors carried to H200 meet the cross-GPU target on every covered H200 row") {
-  // Issue 4: at most 15% MAPE (aim 10%). Only the H100 predictors are visible, so h200-sxm is
+  // The cross-GPU target: at most 15% MAPE (aim 10%). Only the H100 predictors are visible, so h200-sxm is
   // predicted from them (roofline ratio + the fixed per-kernel cost difference).
   const fs::path root = fs::temp_directory_path() / ("dtsim_h100_only_" + std::to_string(::getpid()));
   fs::create_directories(root);

@@ -1,4 +1,4 @@
-// Issue 21, item 6: NVIDIA's published training throughputs (DeepLearningExamples, PyTorch, DGX A100
+// NVIDIA's published training throughputs (DeepLearningExamples, PyTorch, DGX A100
 // and DGX-1 V100) as an independent check. Nothing in dtsim was fitted to them; this test holds the
 // issue's target on them (median error 10% or less) per GPU generation, as
 // validation/scripts/published_check.py prints them.

@@ -1,4 +1,4 @@
-// Issue 23: the ways users run a step (channels_last, AdamW/Adam, CUDA graphs, torch.compile), as
+// The ways users run a step (channels_last, AdamW/Adam, CUDA graphs, torch.compile), as
 // properties over the zoo rather than examples: what each mode must never do.
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -210,7 +210,7 @@ TEST_CASE("dtsim kernel prices an Adam update as a prediction does") {
 
 TEST_CASE("a profile's host cost for AdamW's and Adam's updates is the one their steps are charged") {
   // pytorch.json's adam_update/update/fp32/{adamw,adam}: optimizer.step()'s CPU time relative to SGD's
-  // (1.81 and 1.68 on one H100). Until the twenty-second session the key dropped the variant and every
+  // (1.81 and 1.68 on one H100). A key that dropped the variant once made every
   // Adam update cost the host the default launch.
   const FrameworkProfile fw = load_framework("pytorch");
   for (const char* name : {"adamw", "adam"}) {

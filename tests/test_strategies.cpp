@@ -132,7 +132,7 @@ TEST_CASE("strategies: hierarchical is three --algo collectives per bucket (RS i
     CHECK(param(h.strategy, "nodes") == nodes);
     // Three calls cost more fixed latency than dp's one on a small bucket; on 4 nodes of 8 GPUs with 8
     // NICs each, the rails' smaller all-reduces make up for most of it at this 4 MB bucket (within 10%:
-    // 8.5% more since the all-reduce runs the cheapest NCCL protocol, issue 21).
+    // 8.5% more since the all-reduce runs the cheapest NCCL protocol).
     const double dp = run(g, c, gpus, 8, "dp", {}, "auto").comm_s;
     if (cluster == "h100-sxm-2x2") CHECK(h.comm_s > dp);
     else CHECK(h.comm_s == Approx(dp).epsilon(0.1));

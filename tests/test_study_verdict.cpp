@@ -28,7 +28,7 @@ TEST_CASE("verdict: the bound is the largest part of the breakdown whose improve
         const double parts[] = {s.compute_bound_s, s.memory_bound_s, s.exposed_comm_s, s.host_idle_s};
         const double bound_part = s.bound == "compute" ? s.compute_bound_s : s.bound == "memory" ? s.memory_bound_s
                                 : s.bound == "communication" ? s.exposed_comm_s : s.host_idle_s;
-        // Issue 21: a larger part is passed over only where improving its resource 2x buys less than
+        // A larger part is passed over only where improving its resource 2x buys less than
         // kBottleneckGain of the iteration (mobilenet_v2 at batch 1: memory-bound kernels take 67%,
         // but the host sets the pace; twice the memory bandwidth buys 0.08%).
         for (int i = 0; i < 4; ++i)

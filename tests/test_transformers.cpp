@@ -1,4 +1,4 @@
-// Issue 25, first part: sequences, the transformer layers, their kernels and memory, and the three
+// Sequences, the transformer layers, their kernels and memory, and the three
 // zoo transformers (vit_b_16, gpt2_small, bert_base).
 #include <catch2/catch.hpp>
 
