@@ -5,6 +5,7 @@
 #include "cli/study_flags.hpp"
 #include "core/args.hpp"
 #include "core/error.hpp"
+#include "report/plan_report.hpp"
 #include "report/report.hpp"
 #include "core/output.hpp"
 #include "report/plot.hpp"
@@ -25,44 +26,17 @@ std::vector<std::string> names(const std::string& flag, const std::string& text)
   return out;
 }
 
-Json config_json(const PlanConfig& c) {
-  return Json{{"cluster", c.cluster},
-              {"gpu", c.gpu},
-              {"gpus", c.gpus},
-              {"nodes", c.nodes},
-              {"batch_per_gpu", c.batch_per_gpu},
-              {"precision", c.precision},
-              {"strategy", c.strategy},
-              {"algo", c.algo},
-              {"nic_Gbps", c.nic_Gbps},
-              {"bucket_mb", c.bucket_mb},
-              {"what_if", c.what_if.to_json()},
-              {"iteration_s", c.iteration_s},
-              {"time_to_train_s", c.time_to_train_s},
-              {"steps", c.steps},
-              {"gpu_hours", c.gpu_hours},
-              {"price_per_gpu_hour", c.price_per_gpu_hour},
-              {"cost", c.cost}};
-}
-
-std::vector<std::string> cells(const PlanConfig& c, bool human) {
-  return {c.cluster,
-          std::to_string(c.gpus),
-          std::to_string(c.nodes),
-          std::to_string(c.batch_per_gpu),
-          c.precision,
-          c.strategy,
-          c.algo,
-          fmt_number(c.nic_Gbps),
-          fmt_number(c.bucket_mb),
-          human ? fmt_time(c.iteration_s) : fmt_sig(c.iteration_s, 17),
-          human ? fmt_sig(c.time_to_train_s / 3600, 4) : fmt_sig(c.time_to_train_s, 17),
-          human ? fmt_sig(c.cost, 4) : fmt_sig(c.cost, 17)};
-}
-
-std::vector<std::string> header(bool human) {
-  return {"cluster", "gpus", "nodes", "batch_per_gpu", "precision", "strategy", "algo", "nic_Gbps", "bucket_mb",
-          human ? "iteration" : "iteration_s", human ? "time_to_train_h" : "time_to_train_s", "cost"};
+// Every combination of the memory formats, optimizers and executions given (each a comma-separated list).
+std::vector<StepMode> step_modes(const TrainingFlags& f) {
+  std::vector<StepMode> modes;
+  for (const auto& mf : names("--memory-format", f.memory_format))
+    for (const auto& op : names("--optimizer", f.optimizer))
+      for (const auto& ex : names("--execution", f.execution)) {
+        StepModeNames n;
+        n.memory_format = mf, n.optimizer = op, n.execution = ex;
+        modes.push_back(parse_step_mode(n));
+      }
+  return modes;
 }
 
 class PlanCommand : public Command {
@@ -84,6 +58,9 @@ class PlanCommand : public Command {
     c->add_option("--budget", budget_, "Only configurations that cost at most X")->group("Goal and limits");
     c->add_option("--max-global-batch", max_global_batch_, "Only configurations whose global batch (GPUs x batch per GPU) is at most G")
         ->group("Goal and limits");
+    c->add_flag("--partial-nodes", partial_nodes_,
+                "Also search jobs that fill their last node only in part (by default a job of more GPUs than a node holds takes whole nodes)")
+        ->group("Goal and limits");
     c->add_option("--objective", objective_, "Order of the top list: time (to train) or cost")->capture_default_str()->group("Output");
     c->add_option("--top", top_, "How many configurations the top list has")->capture_default_str()->group("Output");
     c->add_option("--plot", plot_, "Draw the Pareto front (time to train against cost) to FILE.png or FILE.svg (gnuplot)")->group("Output");
@@ -95,6 +72,9 @@ class PlanCommand : public Command {
     c->get_option("--precision")->description("Precisions, comma-separated: fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (autocast)");
     c->get_option("--algo")->description("All-reduce algorithms, comma-separated: " + join_names(collective_algorithm_names()));
     c->get_option("--strategy")->description("Training strategies, comma-separated: " + join_names(strategy_names()));
+    c->get_option("--memory-format")->description("Memory formats, comma-separated: contiguous, channels_last");
+    c->get_option("--optimizer")->description("Optimizers, comma-separated: sgd, adamw, adam");
+    c->get_option("--execution")->description("Executions, comma-separated: eager, cuda-graphs, compile, compile-cuda-graphs");
     add_allow_unknown_ops(c, flags_.allow_unknown_ops);
     // A language model's sample is a sequence: --dataset-size counts sequences of --seq-len tokens.
     add_seq_len(c, seq_len_);
@@ -114,7 +94,8 @@ class PlanCommand : public Command {
     s.framework = flags_.framework;
     s.compute_model = flags_.compute_model;
     s.overlap = flags_.overlap;
-    s.mode = parse_step_mode(flags_);
+    s.modes = step_modes(flags_);
+    s.partial_nodes = partial_nodes_;
     flags_.check_strategy_flags();
     s.strategy_params = flags_.strategy_params;
     s.gpus = parse_int_list("--gpus", gpus_, 1, kMaxGpus);
@@ -149,64 +130,8 @@ class PlanCommand : public Command {
 
     if (!r.note.empty()) std::cerr << "dtsim: note: " << r.note << "\n";
     std::vector<Plot> plots;
-    if (!plot_.empty()) plots.push_back(front_plot(r, s));
-
-    std::string text;
-    if (flags_.format == "json") {
-      Json j{{"model", s.model},
-             {"memory_format", memory_format_name(s.mode.memory_format)},
-             {"optimizer", optimizer_name(s.mode.optimizer)},
-             {"execution", execution_name(s.mode.execution)},
-             {"evaluated", r.evaluated},
-             {"priced", r.priced},
-             {"feasible", r.feasible},
-             {"skipped", Json{{"over_capacity", r.over_capacity},
-                              {"over_global_batch", r.over_global_batch},
-                              {"out_of_memory", r.out_of_memory},
-                              {"over_deadline", r.over_deadline},
-                              {"over_budget", r.over_budget}}},
-             {"objective", r.objective}};
-      Json front = Json::array(), top = Json::array();
-      for (const auto& c : r.pareto) front.push_back(config_json(c));
-      for (const auto& c : r.top) top.push_back(config_json(c));
-      j["pareto"] = front;
-      j["fastest"] = r.fastest ? config_json(*r.fastest) : Json(nullptr);
-      j["cheapest"] = r.cheapest ? config_json(*r.cheapest) : Json(nullptr);
-      j["top"] = top;
-      if (!r.note.empty()) j["note"] = r.note;
-      text = dump(j);
-    } else if (flags_.format == "csv") {
-      Table t{header(false), {}};
-      t.header.insert(t.header.begin(), "set");
-      auto add = [&](const std::string& set, const PlanConfig& c) {
-        auto row = cells(c, false);
-        row.insert(row.begin(), set);
-        t.rows.push_back(row);
-      };
-      if (r.fastest) add("fastest", *r.fastest);
-      if (r.cheapest) add("cheapest", *r.cheapest);
-      for (const auto& c : r.pareto) add("pareto", c);
-      for (const auto& c : r.top) add("top_" + r.objective, c);
-      text = t.to_csv();
-    } else {
-      std::ostringstream o;
-      o << "plan for " << s.model << " (" << step_mode_text(s.mode) << "): " << r.evaluated << " configurations, " << r.feasible << " feasible (" << r.priced << " priced; skipped: "
-        << r.over_capacity << " beyond the cluster, " << r.over_global_batch << " over the global-batch limit, " << r.out_of_memory
-        << " out of GPU memory; " << r.over_deadline << " over the deadline, " << r.over_budget << " over the budget)\n";
-      if (!r.fastest) {
-        o << "No configuration is feasible.\n";
-      } else {
-        auto table = [&](const std::vector<PlanConfig>& cs) {
-          Table t{header(true), {}};
-          for (const auto& c : cs) t.rows.push_back(cells(c, true));
-          return t.to_text();
-        };
-        o << "\nFastest\n" << table({*r.fastest}) << "\nCheapest\n" << table({*r.cheapest});
-        o << "\nPareto front: time to train against cost (" << r.pareto.size() << " configurations)\n" << table(r.pareto);
-        o << "\nTop " << r.top.size() << " by " << (r.objective == "time" ? "time to train" : "cost") << "\n" << table(r.top);
-      }
-      text = o.str();
-    }
+    if (!plot_.empty()) plots.push_back(plan_front_plot(s, r, "--plot", plot_));
+    const std::string text = flags_.format == "json" ? plan_json(s, r) : flags_.format == "csv" ? plan_csv(r) : plan_text(s, r);
     for (auto& p : plots) p.commit();
     emit(flags_.out, text);
     return 0;
@@ -218,45 +143,12 @@ class PlanCommand : public Command {
     return o && o->count() > 0;
   }
 
-  static std::string num(double x) {
-    char b[40];
-    std::snprintf(b, sizeof b, "%.9g", x);
-    return b;
-  }
-
-  Plot front_plot(const PlanResult& r, const PlanSpec& s) const {
-    Plot plot("--plot", plot_, 1000, 640);
-    std::string d = "# time_to_train_h cost\n", ends;
-    for (const auto& c : r.pareto) d += num(c.time_to_train_s / 3600) + " " + num(c.cost) + "\n";
-    std::vector<PlotFile> files{{"front.dat", d}};
-    std::ostringstream gp;
-    gp << "set title " << gp_quote(s.model + ": the fastest and the cheapest ways to train (" + std::to_string(r.feasible) + " feasible of " +
-                                   std::to_string(r.evaluated) + " configurations)")
-       << "\nset xlabel 'time to train (h)'\nset ylabel 'cost'\nset grid\nset logscale x\nset key top right\n";
-    if (r.fastest) {
-      files.push_back({"ends.dat", num(r.fastest->time_to_train_s / 3600) + " " + num(r.fastest->cost) + "\n" + num(r.cheapest->time_to_train_s / 3600) +
-                                       " " + num(r.cheapest->cost) + "\n"});
-      auto label = [&](const PlanConfig& c, const char* what) {
-        return std::string(what) + ": " + c.cluster + ", " + std::to_string(c.gpus) + " GPUs, batch " + std::to_string(c.batch_per_gpu) + ", " + c.precision;
-      };
-      gp << "set label 1 " << gp_quote(label(*r.fastest, "fastest")) << " at " << num(r.fastest->time_to_train_s / 3600) << "," << num(r.fastest->cost)
-         << " offset 2,0 font ',9'\n";
-      gp << "set label 2 " << gp_quote(label(*r.cheapest, "cheapest")) << " at " << num(r.cheapest->time_to_train_s / 3600) << ","
-         << num(r.cheapest->cost) << " offset 1,-1 font ',9'\n";
-      gp << "plot 'front.dat' using 1:2 with linespoints pt 7 ps 0.8 title 'Pareto front', 'ends.dat' using 1:2 with points pt 6 ps 2.5 lc rgb 'red' "
-            "title 'fastest, cheapest'\n";
-    } else {
-      gp << "set label 1 'no feasible configuration' at graph 0.5,0.5 center\nplot [1:10] [0:1] NaN notitle\n";
-    }
-    plot.render(gp.str(), files);
-    return plot;
-  }
-
   CLI::App* app_ = nullptr;
   TrainingFlags flags_;
   WhatIfFlags whatif_;
   std::string model_, gpus_ = "1", batches_, buckets_, plot_, objective_ = "time";
   int64_t cluster_nodes_ = 0, dataset_size_ = 0, max_global_batch_ = 0, top_ = 10, threads_ = 0, seq_len_ = 0;
+  bool partial_nodes_ = false;
   double epochs_ = 0, price_ = 0, deadline_h_ = 0, budget_ = 0;
 };
 

@@ -29,7 +29,14 @@ constexpr double kMaxPrice = 1e9;
 constexpr uint64_t kMaxPlanConfigs = uint64_t(1) << 25;
 constexpr size_t kMaxTop = 10'000;  // each reported configuration is predicted again (about 1 ms)
 
-enum Status : uint8_t { kFeasible, kCapacity, kGlobalBatch, kMemory, kDeadline, kBudget, kUnpriced };
+enum Status : uint8_t { kFeasible, kCapacity, kPartialNode, kGlobalBatch, kMemory, kDeadline, kBudget, kUnpriced };
+
+// One value of the step-variant axis: a precision and a training mode (memory format, optimizer,
+// execution), in that nesting.
+struct Variant {
+  Precision precision;
+  StepMode mode;
+};
 
 struct Outcome {
   double iteration_s = 0, time_s = 0, cost = 0;
@@ -132,12 +139,12 @@ ClusterSpec plan_cluster(const PlanSpec& s, size_t ci, const WhatIf& w, std::opt
 // set of parameters.
 StrategyParams params_for(const std::string& strategy, const StrategyParams& given) { return make_strategy(strategy)->own_params(given); }
 
-TrainingConfig plan_training(const PlanSpec& s, int64_t gpus, int64_t batch, Precision p, const std::string& algo, const std::string& strategy) {
+TrainingConfig plan_training(const PlanSpec& s, int64_t gpus, int64_t batch, const Variant& v, const std::string& algo, const std::string& strategy) {
   TrainingConfig cfg;
   cfg.gpus = gpus;
   cfg.batch_per_gpu = batch;
-  cfg.precision = p;
-  cfg.mode = s.mode;
+  cfg.precision = v.precision;
+  cfg.mode = v.mode;
   cfg.algo = algo;
   cfg.compute_model = s.compute_model;
   cfg.overlap = s.overlap;
@@ -158,7 +165,7 @@ uint64_t plan_size(const PlanSpec& s) {
   // Saturating: absurd lists must not wrap around to a small search.
   uint64_t n = 1;
   for (size_t k : {s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(),
-                   s.precisions.size(), s.batches.size(), s.gpus.size()}) {
+                   s.precisions.size(), s.modes.size(), s.batches.size(), s.gpus.size()}) {
     if (k != 0 && n > UINT64_MAX / k) return UINT64_MAX;
     n *= k;
   }
@@ -168,7 +175,8 @@ uint64_t plan_size(const PlanSpec& s) {
 void check_plan(const PlanSpec& s) {
   if (s.model.empty()) throw InputError("--model", "required");
   for (const auto& [empty, flag] : {std::pair<bool, const char*>{s.clusters.empty(), "--cluster"}, {s.gpus.empty(), "--gpus"},
-                                    {s.batches.empty(), "--batch-per-gpu"}, {s.precisions.empty(), "--precision"}, {s.strategies.empty(), "--strategy"},
+                                    {s.batches.empty(), "--batch-per-gpu"}, {s.precisions.empty(), "--precision"}, {s.modes.empty(), "--execution"},
+                                    {s.strategies.empty(), "--strategy"},
                                     {s.algos.empty(), "--algo"}, {s.what_ifs.empty(), "what-if flags"}})
     if (empty) throw InputError(flag, "must not be empty");
   for (int64_t g : s.gpus)
@@ -232,7 +240,7 @@ struct Search {
   const PlanSpec& s;
   Axes ax;
   unsigned threads = 1;
-  std::vector<Precision> precisions;
+  std::vector<Variant> variants;           // precisions x modes: the axis P
   std::vector<Graph> graphs;               // per batch size
   std::vector<IterationKernels> kernels;   // [pi * Bt + bi]
   std::vector<Group> groups;               // [(ci * W + wi) * K + ki]
@@ -305,15 +313,19 @@ void schedule_step(const Graph& g, const IterationKernels& k, int64_t batch, Pre
 Search prepare(const PlanSpec& s) {
   Search x{s,
            Axes{s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(),
-                s.precisions.size(), s.batches.size(), s.gpus.size()},
+                s.precisions.size() * s.modes.size(), s.batches.size(), s.gpus.size()},
            1, {}, {}, {}, {}};
   const Axes& ax = x.ax;
   x.threads = thread_count(s);
-  for (const auto& p : s.precisions) x.precisions.push_back(parse_precision(p));
+  for (const auto& p : s.precisions)
+    for (const StepMode& m : s.modes) x.variants.push_back({parse_precision(p), m});
   x.graphs = load_graphs(s);
   x.kernels.resize(ax.P * ax.Bt);
   parallel_for(x.kernels.size(), x.threads,
-               [&](size_t i) { x.kernels[i] = lower_iteration(x.graphs[i % ax.Bt], s.batches[i % ax.Bt], x.precisions[i / ax.Bt], s.mode); });
+               [&](size_t i) {
+                 const Variant& v = x.variants[i / ax.Bt];
+                 x.kernels[i] = lower_iteration(x.graphs[i % ax.Bt], s.batches[i % ax.Bt], v.precision, v.mode);
+               });
   x.groups = make_groups(s, ax, x.pricings);
   // Per (cluster, what-if, precision, batch), for every bucket size in turn (the compute model prices
   // the kernels once for all of them).
@@ -322,7 +334,7 @@ Search prepare(const PlanSpec& s) {
     const size_t pi = pb / ax.Bt, bi = pb % ax.Bt;
     for (size_t ki = 0; ki < ax.K; ++ki) {
       Group& gr = x.groups[cw * ax.K + ki];
-      schedule_step(x.graphs[bi], x.kernels[pb], s.batches[bi], x.precisions[pi], s.mode, gr, gr.steps[pb]);
+      schedule_step(x.graphs[bi], x.kernels[pb], s.batches[bi], x.variants[pi].precision, x.variants[pi].mode, gr, gr.steps[pb]);
     }
   });
   // Bucket sizes depend on the model and the bucket cap only.
@@ -366,6 +378,10 @@ uint64_t price_gpu_run(const Search& x, const Group& gr, size_t ai, size_t si, s
           o.status = kCapacity;
           continue;
         }
+        if (!s.partial_nodes && gpus > c.gpus_per_node && gpus % c.gpus_per_node != 0) {
+          o.status = kPartialNode;
+          continue;
+        }
         if (s.max_global_batch && gpus * batch > *s.max_global_batch) {
           o.status = kGlobalBatch;
           continue;
@@ -383,7 +399,7 @@ uint64_t price_gpu_run(const Search& x, const Group& gr, size_t ai, size_t si, s
           }
           o.iteration_s = finish_step_s(st.before, allreduce_s.data(), gr.overlap);
         } else {
-          TrainingConfig cfg = plan_training(s, gpus, batch, x.precisions[pi], s.algos[ai], s.strategies[si]);
+          TrainingConfig cfg = plan_training(s, gpus, batch, x.variants[pi], s.algos[ai], s.strategies[si]);
           o.iteration_s = predict(x.graphs[bi], c, cfg, *gr.pricing).iteration_s;
         }
         ++n_priced;
@@ -432,6 +448,7 @@ std::vector<Candidate> tally(const std::vector<Outcome>& out, PlanResult& r) {
     switch (out[i].status) {
       case kFeasible: feasible.push_back({out[i].time_s, out[i].cost, i}); break;
       case kCapacity: ++r.over_capacity; break;
+      case kPartialNode: ++r.partial_node; break;
       case kGlobalBatch: ++r.over_global_batch; break;
       case kMemory: ++r.out_of_memory; break;
       case kDeadline: ++r.over_deadline; break;
@@ -456,7 +473,8 @@ PlanConfig plan_config(const Search& x, const std::vector<Outcome>& out, uint64_
   pc.gpus = s.gpus[at.gi];
   pc.nodes = place(gr.c, pc.gpus).nodes;
   pc.batch_per_gpu = s.batches[at.bi];
-  pc.precision = precision_name(x.precisions[at.pi]);
+  pc.precision = precision_name(x.variants[at.pi].precision);
+  pc.mode = x.variants[at.pi].mode;
   pc.strategy = make_strategy(s.strategies[at.si])->name();
   pc.algo = make_collective_algorithm(s.algos[at.ai])->name();
   pc.nic_Gbps = gr.c.inter.nic_bandwidth_Bps * 8 / 1e9;
@@ -473,19 +491,25 @@ PlanConfig plan_config(const Search& x, const std::vector<Outcome>& out, uint64_
   const TrainEstimate e = train_estimate(pc.gpus, pc.batch_per_gpu, pc.iteration_s, goal);
   pc.gpu_hours = e.gpu_hours;
   pc.steps = static_cast<int64_t>(e.steps);
+  pc.global_batch = pc.gpus * pc.batch_per_gpu;
+  pc.steps_per_epoch = e.steps_per_epoch;
   return pc;
 }
 
-// Whether predict() itself, on the cluster predict would load, gives a reported configuration the
-// iteration time the search gave it.
-bool agrees_with_predict(const Search& x, const PlanConfig& pc) {
+// Predicts a reported configuration with predict() itself, on the cluster predict would load: what
+// holds its step back goes into `pc`; returns whether its iteration time is the search's.
+bool check_with_predict(const Search& x, PlanConfig& pc) {
   const PlanSpec& s = x.s;
-  const Group& gr = x.groups[x.ax.position(pc.index).group];
+  const Axes::Position at = x.ax.position(pc.index);
+  const Group& gr = x.groups[at.group];
   std::optional<double> mb;
   if (!s.bucket_mbs.empty()) mb = s.bucket_mbs[gr.ki];
   const ClusterSpec c = plan_cluster(s, gr.ci, s.what_ifs[gr.wi], mb);
-  const size_t bi = static_cast<size_t>(std::find(s.batches.begin(), s.batches.end(), pc.batch_per_gpu) - s.batches.begin());
-  const Prediction p = predict(x.graphs[bi], c, plan_training(s, pc.gpus, pc.batch_per_gpu, parse_precision(pc.precision), pc.algo, pc.strategy));
+  const Prediction p = predict(x.graphs[at.bi], c, plan_training(s, pc.gpus, pc.batch_per_gpu, x.variants[at.pi], pc.algo, pc.strategy));
+  pc.bottleneck = p.bottleneck;
+  pc.comm_bottleneck = p.comm_bottleneck;
+  pc.host_idle_share = p.iteration_s > 0 ? p.host_idle_s / p.iteration_s : 0;
+  pc.scaling_efficiency = p.scaling_efficiency;
   return p.iteration_s == pc.iteration_s;
 }
 
@@ -545,7 +569,7 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
   std::atomic<bool> differs{false};
   parallel_for(wanted.size(), x.threads, [&](size_t i) {
     checked[i] = plan_config(x, out, wanted[i]);
-    if (!agrees_with_predict(x, checked[i])) differs = true;
+    if (!check_with_predict(x, checked[i])) differs = true;
   });
   disagreed = differs;
   if (disagreed) return r;
@@ -555,6 +579,10 @@ PlanResult search(const PlanSpec& s, const std::function<void(size_t)>& tick, bo
   if (!front.empty()) {
     r.fastest = r.pareto.front();
     r.cheapest = r.pareto.back();
+    for (const Candidate& c : feasible) {
+      r.fastest_ties += c.index != r.fastest->index && c.time_s == r.fastest->time_to_train_s;
+      r.cheapest_ties += c.index != r.cheapest->index && c.cost == r.cheapest->cost;
+    }
   }
   return r;
 }
@@ -569,7 +597,7 @@ PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick) 
   // A bug: sim/schedule.cpp and the replay no longer agree. Right answers first, slowly.
   r = search(s, {}, false, disagreed);
   if (disagreed) throw std::logic_error("plan: predict() is not deterministic for a configuration it reported");
-  r.note = "the fast search disagreed with predict() (a bug: study/plan.cpp's replay no longer matches sim/schedule.cpp); every configuration "
+  r.note = "the fast search disagreed with predict() (a bug: the step engine's shared first phase and predict() no longer agree); every configuration "
            "was priced by predict() instead";
   return r;
 }

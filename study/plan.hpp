@@ -43,7 +43,7 @@ struct PlanSpec {
   std::vector<int64_t> gpus{1};
   std::vector<int64_t> batches;
   std::vector<std::string> precisions{"fp32"};
-  StepMode mode;  // memory format, optimizer, execution of every configuration
+  std::vector<StepMode> modes{StepMode{}};  // memory format, optimizer and execution: each one searched
   std::vector<std::string> strategies{"dp"};
   StrategyParams strategy_params;
   std::vector<std::string> algos{"auto"};
@@ -55,6 +55,9 @@ struct PlanSpec {
   std::optional<double> price_per_gpu_hour;  // overrides the clusters' price_per_gpu_hour
   std::optional<double> deadline_s, budget;
   std::optional<int64_t> max_global_batch;
+  // A job of more GPUs than a node holds takes whole nodes unless this is set (a partial node shares
+  // its node's NICs with another job, and no scheduler hands one out by default).
+  bool partial_nodes = false;
   std::string objective = "time";  // the top K's order: time (to train) or cost
   size_t top = 10;
   unsigned threads = 0;  // 0: every core
@@ -64,12 +67,18 @@ struct PlanSpec {
 struct PlanConfig {
   uint64_t index = 0;  // position in the search (the axes' cross product, in PlanSpec's order)
   std::string cluster, gpu, precision, strategy, algo;
+  StepMode mode;
   WhatIf what_if;
   int64_t gpus = 0, nodes = 0, batch_per_gpu = 0;
+  int64_t global_batch = 0, steps_per_epoch = 0;
   double nic_Gbps = 0;   // the NIC line rate the configuration runs at (what-if applied)
   double bucket_mb = 0;  // DDP's bucket size, MiB
   double iteration_s = 0, time_to_train_s = 0, gpu_hours = 0, cost = 0, price_per_gpu_hour = 0;
   int64_t steps = 0;
+  // What holds its step back, from its own prediction (Prediction::bottleneck, comm_bottleneck), and
+  // the share of the step the GPU waits for the host.
+  std::string bottleneck, comm_bottleneck;
+  double host_idle_share = 0, scaling_efficiency = 1;
 };
 
 struct PlanResult {
@@ -78,10 +87,13 @@ struct PlanResult {
   uint64_t feasible = 0;
   // Skipped without pricing: beyond the cluster's GPUs, beyond --max-global-batch, out of GPU memory;
   // priced and over the deadline or the budget.
-  uint64_t over_capacity = 0, over_global_batch = 0, out_of_memory = 0, over_deadline = 0, over_budget = 0;
+  uint64_t over_capacity = 0, partial_node = 0, over_global_batch = 0, out_of_memory = 0, over_deadline = 0, over_budget = 0;
   std::vector<PlanConfig> pareto;  // time to train against cost, fastest first
   std::optional<PlanConfig> fastest, cheapest;
   std::vector<PlanConfig> top;     // by the objective
+  // Feasible configurations that take exactly as long as the fastest, and cost exactly what the
+  // cheapest costs (they differ in GPU count, cluster or batch but not in the outcome).
+  uint64_t fastest_ties = 0, cheapest_ties = 0;
   std::string objective;
   unsigned threads = 1;
   // Empty unless the fast search had to be redone with predict() per configuration (a bug; it says so).

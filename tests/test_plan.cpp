@@ -47,6 +47,7 @@ void check_against_predict(const PlanConfig& c, const PlanSpec& s) {
   cfg.gpus = c.gpus;
   cfg.batch_per_gpu = c.batch_per_gpu;
   cfg.precision = parse_precision(c.precision);
+  cfg.mode = c.mode;
   cfg.algo = c.algo;
   cfg.strategy = c.strategy;
   const ClusterSpec cl = predict_cluster(c);
@@ -107,6 +108,7 @@ TEST_CASE("plan: every configuration's time is predict()'s, not only the reporte
   s.bucket_mbs = {2, 25};
   s.dataset_size = 100000;
   s.epochs = 3;
+  s.partial_nodes = true;  // 9 GPUs on 8-GPU nodes too
   s.top = 1000;  // every configuration reported, so run_plan checks each against predict() itself
   const PlanResult r = run_plan(s);
   CHECK(r.top.size() == r.feasible);
@@ -147,6 +149,7 @@ TEST_CASE("plan: configurations beyond memory, the global-batch limit, the clust
   s.epochs = 1;
   s.price_per_gpu_hour = 2.0;  // h100-sxm-2x2 has no price of its own
   s.max_global_batch = 256;
+  s.partial_nodes = true;  // 3 and 5 GPUs on h100-sxm-2x2's 2-GPU nodes too (counted apart below)
   const PlanResult r = run_plan(s);
   CHECK(r.evaluated == 2 * 6 * 3);
   // h100-sxm-2x2: GPU counts 5 and 8, every batch (2 x 3).
@@ -242,7 +245,9 @@ TEST_CASE("dtsim plan: JSON keys, and the fastest and cheapest are what dtsim pr
   // Table and CSV carry the same configurations.
   const auto csv = run_dtsim("plan " + common + " --cluster h100-sxm --gpus 1..8 --batch-per-gpu 64 --format csv");
   REQUIRE(csv.code == 0);
-  CHECK(csv.out.rfind("set,cluster,gpus,nodes,batch_per_gpu,precision,strategy,algo,nic_Gbps,bucket_mb,iteration_s,time_to_train_s,cost\n", 0) == 0);
+  CHECK(csv.out.rfind("set,cluster,gpus,nodes,batch_per_gpu,global_batch,steps_per_epoch,precision,mode,strategy,algo,nic_Gbps,bucket_mb,iteration_s,"
+                      "time_to_train_s,cost,bottleneck\n",
+                      0) == 0);
   CHECK(csv.out.find("\nfastest,h100-sxm,") != std::string::npos);
   const auto table = run_dtsim("plan " + common + " --cluster h100-sxm --gpus 1..8 --batch-per-gpu 64");
   REQUIRE(table.code == 0);
@@ -366,4 +371,105 @@ TEST_CASE("plan: sweep --bucket-mb prices the same step as predict --bucket-mb",
   const Json sj = Json::parse(s.out), pj = Json::parse(p.out), dj = Json::parse(d.out);
   CHECK(sj[0]["iteration_s"].get<double>() == pj["iteration_s"].get<double>());
   CHECK(pj["iteration_s"].get<double>() != dj["iteration_s"].get<double>());  // 5 MiB buckets change the step
+}
+
+TEST_CASE("plan: a job of more GPUs than a node holds takes whole nodes unless partial nodes are asked for", "[plan]") {
+  PlanSpec s;
+  s.model = "resnet18";
+  s.clusters = {"h100-sxm"};  // 8 GPUs a node
+  s.gpus.clear();
+  for (int64_t g = 1; g <= 24; ++g) s.gpus.push_back(g);
+  s.batches = {64};
+  s.dataset_size = 100000;
+  s.epochs = 1;
+  const PlanResult whole = run_plan(s);
+  CHECK(whole.partial_node == 14);  // 9..15 and 17..23
+  CHECK(whole.feasible + whole.partial_node == whole.evaluated);
+  for (const auto* c : {&*whole.fastest, &*whole.cheapest}) CHECK((c->gpus <= 8 || c->gpus % 8 == 0));
+  s.partial_nodes = true;
+  const PlanResult any = run_plan(s);
+  CHECK(any.partial_node == 0);
+  CHECK(any.feasible == any.evaluated);
+  const auto cli = run_dtsim("plan --model resnet18 --gpus 1..24 --batch-per-gpu 64 --dataset-size 100000 --epochs 1 --format json");
+  REQUIRE(cli.code == 0);
+  CHECK(Json::parse(cli.out)["skipped"]["partial_node"] == 14);
+  const auto with = run_dtsim("plan --model resnet18 --gpus 1..24 --batch-per-gpu 64 --dataset-size 100000 --epochs 1 --partial-nodes --format json");
+  REQUIRE(with.code == 0);
+  CHECK(Json::parse(with.out)["skipped"]["partial_node"] == 0);
+}
+
+TEST_CASE("plan: memory formats, optimizers and executions are axes, each configuration priced in its own mode", "[plan]") {
+  PlanSpec s;
+  s.model = "resnet50";
+  s.clusters = {"h100-sxm"};
+  s.gpus = {1, 8};
+  s.batches = {32, 128};
+  s.precisions = {"bf16"};
+  StepMode fast;
+  fast.memory_format = MemoryFormat::ChannelsLast;
+  fast.execution = Execution::CudaGraphs;
+  s.modes = {StepMode{}, fast};
+  s.dataset_size = 1281167;
+  s.epochs = 1;
+  s.top = 100;  // every configuration, each checked against predict() in its mode
+  const PlanResult r = run_plan(s);
+  CHECK(r.evaluated == 2 * 2 * 2);
+  CHECK(r.note.empty());
+  std::set<int> formats;
+  for (const auto& c : r.top) {
+    formats.insert(static_cast<int>(c.mode.memory_format));
+    check_against_predict(c, s);
+  }
+  CHECK(formats.size() == 2);
+  // The GPU-paced ResNet-50 step runs faster in channels_last with CUDA graphs: the fastest takes it.
+  CHECK(r.fastest->mode.memory_format == MemoryFormat::ChannelsLast);
+  const auto cli = run_dtsim("plan --model resnet50 --gpus 1,8 --batch-per-gpu 32,128 --precision bf16 --memory-format contiguous,channels_last "
+                             "--execution eager,cuda-graphs --dataset-size 1281167 --epochs 1 --format json");
+  REQUIRE(cli.code == 0);
+  const Json j = Json::parse(cli.out);
+  CHECK(j["evaluated"] == 2 * 2 * 4);
+  CHECK(j["modes"].size() == 4);
+  for (const char* k : {"memory_format", "optimizer", "execution", "bottleneck", "global_batch", "steps_per_epoch"}) CHECK(j["fastest"].contains(k));
+}
+
+TEST_CASE("plan: the fastest and the cheapest say what holds their step back, and a host floor says so", "[plan]") {
+  PlanSpec s;
+  s.model = "mobilenet_v2";  // at batch 1 the host issues kernels slower than the GPU runs them
+  s.clusters = {"h100-sxm", "l40s"};
+  s.gpus = {1};
+  s.batches = {1};
+  s.dataset_size = 10000;
+  s.epochs = 1;
+  const PlanResult r = run_plan(s);
+  REQUIRE(r.fastest);
+  CHECK(r.fastest->bottleneck == "host");
+  CHECK(r.fastest->host_idle_share > 0);
+  const std::string text = run_dtsim("plan --model mobilenet_v2 --cluster h100-sxm,l40s --gpus 1 --batch-per-gpu 1 --dataset-size 10000 --epochs 1").out;
+  CHECK(text.find("Fastest: each step is host-bound") != std::string::npos);
+  CHECK(text.find("a faster GPU would not train faster") != std::string::npos);
+  const PlanResult big = run_plan(small_plan());
+  for (const auto* c : {&*big.fastest, &*big.cheapest})
+    CHECK((c->bottleneck == "compute" || c->bottleneck == "memory" || c->bottleneck == "communication" || c->bottleneck == "host"));
+}
+
+TEST_CASE("plan: a global batch beyond the common bound is noted unless --max-global-batch bounds it, and ties are counted", "[plan][cli]") {
+  const std::string common = "plan --model resnet50 --cluster h100-sxm --gpus 8..1024:x2 --batch-per-gpu 256 --precision bf16 --dataset-size 1281167 --epochs 90";
+  const auto wide = run_dtsim(common);
+  REQUIRE(wide.code == 0);
+  CHECK(wide.out.find("Note: the fastest configuration's global batch is 262144 samples") != std::string::npos);
+  const auto bounded = run_dtsim(common + " --max-global-batch 32768");
+  REQUIRE(bounded.code == 0);
+  CHECK(bounded.out.find("global batch is") == std::string::npos);
+  // On one GPU two all-reduce algorithms price the same step: the fastest has a twin, counted.
+  PlanSpec s;
+  s.model = "resnet18";
+  s.clusters = {"h100-sxm"};
+  s.gpus = {1};
+  s.batches = {64};
+  s.algos = {"ring", "tree"};
+  s.dataset_size = 10000;
+  s.epochs = 1;
+  const PlanResult r = run_plan(s);
+  CHECK(r.fastest_ties == 1);
+  CHECK(r.cheapest_ties == 1);
 }
