@@ -1,5 +1,6 @@
 #include "core/json_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <vector>
@@ -17,38 +18,39 @@ Json load_json_file(const std::string& path) {
   // nlohmann::json keeps one of two equal keys without a word: a duplicated field would silently
   // override (or be overridden by) the first. The parser's callback tracks where it is (the JSON
   // path of every open object and array) and refuses a key its object already has.
+  // The path is only spelled out when a duplicate is found (a predictor manifest has thousands of
+  // values, and building every value's path string cost more than the parse itself).
   struct Frame {
-    std::string path;
     bool array = false;
-    size_t elements = 0;          // arrays: elements completed so far
-    std::set<std::string> keys;   // objects: keys seen so far
-    std::string key;              // objects: the key whose value is being read
+    size_t elements = 0;             // arrays: elements completed so far
+    std::vector<std::string> keys;   // objects: keys seen so far (objects are small: a linear scan)
   };
   std::vector<Frame> stack;
-  // The JSON path of the value that starts now, inside the innermost open container.
-  auto child_path = [&]() -> std::string {
-    if (stack.empty()) return "$";
-    const Frame& f = stack.back();
-    return f.array ? f.path + "[" + std::to_string(f.elements) + "]" : f.path + "." + f.key;
-  };
   auto element_done = [&]() {
     if (!stack.empty() && stack.back().array) ++stack.back().elements;
+  };
+  // The JSON path of the innermost open container (each frame is its parent's current element).
+  auto open_path = [&]() {
+    std::string where = "$";
+    for (size_t i = 0; i + 1 < stack.size(); ++i)
+      where += stack[i].array ? "[" + std::to_string(stack[i].elements) + "]" : "." + stack[i].keys.back();
+    return where;
   };
   auto callback = [&](int, Json::parse_event_t event, Json& parsed) -> bool {
     switch (event) {
       case Json::parse_event_t::object_start:
       case Json::parse_event_t::array_start: {
         Frame f;
-        f.path = child_path();
         f.array = event == Json::parse_event_t::array_start;
         stack.push_back(std::move(f));
         break;
       }
       case Json::parse_event_t::key: {
         Frame& f = stack.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second)
-          throw InputError(path + ": " + f.path + "." + f.key, "duplicate key '" + f.key + "' (a key may appear once in an object)");
+        const std::string& key = parsed.get_ref<const std::string&>();
+        if (std::find(f.keys.begin(), f.keys.end(), key) != f.keys.end())
+          throw InputError(path + ": " + open_path() + "." + key, "duplicate key '" + key + "' (a key may appear once in an object)");
+        f.keys.push_back(key);
         break;
       }
       case Json::parse_event_t::object_end:

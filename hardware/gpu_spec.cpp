@@ -1,5 +1,8 @@
 #include "hardware/gpu_spec.hpp"
 
+#include <map>
+#include <mutex>
+
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -88,8 +91,31 @@ GpuSpec load_gpu(const std::string& name_or_path) {
     std::error_code ec;  // a name too long for a file name is unknown too, not a filesystem_error
     if (!std::filesystem::exists(path, ec)) throw InputError("gpu", "unknown GPU '" + name_or_path + "' (no " + path + ")");
   }
+  // A process asks for the same presets many times (each measured compute model weighs every GPU
+  // with predictors): a file is parsed again only when its size or time stamp changed. A refused
+  // file is not remembered, so it is refused again with the same message.
+  struct Parsed {
+    std::filesystem::file_time_type written;
+    std::uintmax_t bytes;
+    GpuSpec gpu;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Parsed> parsed;
+  std::error_code ec1, ec2;
+  const auto written = std::filesystem::last_write_time(path, ec1);
+  const auto bytes = std::filesystem::file_size(path, ec2);
+  if (!ec1 && !ec2) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = parsed.find(path); it != parsed.end() && it->second.written == written && it->second.bytes == bytes)
+      return it->second.gpu;
+  }
   Json doc = load_json_file(path);
-  return parse_gpu(JsonObject(doc, path, "$"));
+  GpuSpec gpu = parse_gpu(JsonObject(doc, path, "$"));
+  if (!ec1 && !ec2) {
+    std::lock_guard<std::mutex> lock(mu);
+    parsed[path] = Parsed{written, bytes, gpu};
+  }
+  return gpu;
 }
 
 }  // namespace dtsim

@@ -401,6 +401,169 @@ const Mlp* PredictorSet::find(const std::string& key) const {
   return &it->second;
 }
 
+namespace {
+
+// The predictor index: what load_predictors reads from a manifest, in a binary file that is read
+// without parsing (the build writes one per shipped GPU; dtsim-index-predictors). It carries the
+// FNV-1a of the manifest's bytes it was made from, so a manifest edited or retrained since is read
+// from its JSON instead; weights.bin is checked as from the JSON (its size, each block's checksum).
+constexpr char kIndexMagic[8] = {'d', 't', 's', 'i', 'm', 'P', 'I', '1'};
+
+// FNV-1a over the bytes taken 8 at a time (the tail zero-padded), with the length folded in last.
+uint64_t bytes_fnv1a64(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, bytes.data() + i, std::min<size_t>(8, bytes.size() - i));
+    h = (h ^ word) * 0x100000001b3ULL;
+  }
+  return (h ^ bytes.size()) * 0x100000001b3ULL;
+}
+
+class IndexWriter {
+ public:
+  template <class T> void pod(const T& v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void str(const std::string& v) { pod(uint64_t(v.size())), out_ += v; }
+  void floats(const Eigen::VectorXf& v) {
+    pod(uint64_t(v.size()));
+    out_.append(reinterpret_cast<const char*>(v.data()), size_t(v.size()) * sizeof(float));
+  }
+  void ints(const std::vector<int>& v) {
+    pod(uint64_t(v.size()));
+    for (int x : v) pod(int32_t(x));
+  }
+  const std::string& bytes() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// Reads what IndexWriter wrote; false (the file is then ignored) where it runs short.
+class IndexReader {
+ public:
+  explicit IndexReader(const std::string& b) : b_(b) {}
+  template <class T> bool pod(T& v) {
+    if (b_.size() - at_ < sizeof v) return false;
+    std::memcpy(&v, b_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return true;
+  }
+  bool str(std::string& v) {
+    uint64_t n;
+    if (!pod(n) || b_.size() - at_ < n) return false;
+    v.assign(b_.data() + at_, n);
+    at_ += n;
+    return true;
+  }
+  bool floats(Eigen::VectorXf& v) {
+    uint64_t n;
+    if (!pod(n) || (b_.size() - at_) / sizeof(float) < n) return false;
+    v.resize(static_cast<Eigen::Index>(n));
+    std::memcpy(v.data(), b_.data() + at_, n * sizeof(float));
+    at_ += n * sizeof(float);
+    return true;
+  }
+  bool ints(std::vector<int>& v) {
+    uint64_t n;
+    if (!pod(n) || (b_.size() - at_) / sizeof(int32_t) < n) return false;
+    v.resize(n);
+    for (auto& x : v) {
+      int32_t y = 0;
+      pod(y);
+      x = y;
+    }
+    return true;
+  }
+  bool done() const { return at_ == b_.size(); }
+
+ private:
+  const std::string& b_;
+  size_t at_ = 0;
+};
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot open file");
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  bytes.resize(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) throw InputError(path, "cannot read file");
+  return bytes;
+}
+
+// A lazily read set from an index made from exactly these manifest bytes; false where the index is
+// missing, of another manifest or malformed (the caller then reads the JSON).
+bool read_index(const std::string& index_path, const std::string& manifest_bytes, const std::string& mpath,
+                const std::string& wpath, PredictorSet& set) {
+  std::string bytes;
+  try {
+    if (!fs::exists(index_path)) return false;
+    bytes = read_whole_file(index_path);
+  } catch (const InputError&) {
+    return false;
+  }
+  IndexReader r(bytes);
+  char magic[8];
+  uint64_t fnv = 0, manifest_size = 0, weights_bytes = 0, count = 0;
+  if (!r.pod(magic) || std::memcmp(magic, kIndexMagic, sizeof magic) || !r.pod(fnv) || !r.pod(manifest_size) ||
+      fnv != bytes_fnv1a64(manifest_bytes) || manifest_size != manifest_bytes.size())
+    return false;
+  auto lazy = std::make_shared<PredictorSet::Lazy>();
+  PredictorSet s;
+  uint8_t has_ratio = 0;
+  bool ok = r.pod(weights_bytes) && r.str(s.gpu) && r.pod(s.sm_count) && r.pod(s.baseline.peak_flops) &&
+            r.pod(s.baseline.memory_bandwidth_Bps) && r.pod(s.baseline.floor_s) && r.pod(s.baseline.l2_cache_bytes) &&
+            r.pod(has_ratio) && r.pod(count);
+  for (uint64_t i = 0; ok && i < count; ++i) {
+    Mlp m;
+    Block b;
+    std::string heldout;
+    uint8_t stored_blocks = 0;
+    uint64_t offset = 0, floats = 0;
+    uint64_t names = 0;
+    ok = r.str(m.key) && r.pod(names);
+    for (uint64_t j = 0; ok && j < names; ++j) {
+      std::string name;
+      ok = r.str(name);
+      m.feature_names.push_back(std::move(name));
+    }
+    ok = ok && r.floats(m.feature_mean) && r.floats(m.feature_std) && r.pod(m.target_mean) && r.pod(m.target_std) &&
+         r.str(heldout) && r.pod(m.max_roofline_fraction) && r.str(m.ratio_of) && r.floats(m.feature_min) &&
+         r.floats(m.feature_max) && r.ints(b.sizes) && r.ints(b.blocks) && r.pod(stored_blocks) && r.pod(offset) &&
+         r.pod(floats) && r.str(b.checksum);
+    if (!ok) break;
+    m.heldout = Json::from_cbor(heldout, true, false);
+    if (m.heldout.is_discarded()) return false;
+    b.where = mpath + ": predictor " + m.key;
+    b.stored_blocks = stored_blocks != 0;
+    b.offset = offset;
+    b.floats = floats;
+    lazy->pending.emplace(m.key, std::move(b));
+    std::string key = m.key;
+    s.by_key.emplace(std::move(key), std::move(m));
+  }
+  if (!ok || !r.done()) return false;
+  // weights.bin as the manifest knew it, and each block inside it: a mismatch is the JSON path's error.
+  std::error_code ec;
+  const auto file_bytes = fs::file_size(wpath, ec);
+  if (ec) throw InputError(wpath, "cannot open file");
+  if (file_bytes != weights_bytes)
+    throw InputError(wpath, std::to_string(file_bytes) + " bytes, but " + mpath + " was written with " + std::to_string(weights_bytes) +
+                                " (a damaged or mismatched file: copy the folder again or retrain)");
+  for (const auto& [key, b] : lazy->pending)
+    if (b.offset + b.floats > file_bytes / sizeof(float)) throw InputError(b.where, "weights run past the end of weights.bin");
+  s.dir = set.dir;
+  s.baseline.sm_count = s.sm_count;
+  s.has_ratio_predictors = has_ratio != 0;
+  lazy->weights_path = wpath;
+  s.lazy = std::move(lazy);
+  set = std::move(s);
+  return true;
+}
+
+}  // namespace
+
 PredictorSet load_predictors(const std::string& dir, bool lazy) {
   PredictorSet set;
   set.dir = dir;
@@ -438,6 +601,65 @@ PredictorSet load_predictors(const std::string& dir, bool lazy) {
   return set;
 }
 
+void write_predictor_index(const std::string& dir, const std::string& index_path) {
+  const std::string mpath = dir + "/manifest.json", wpath = dir + "/weights.bin";
+  const std::string manifest_bytes = read_whole_file(mpath);
+  const PredictorSet set = load_predictors(dir, true);
+  std::error_code ec;
+  const uint64_t weights_bytes = set.manifest.contains("weights_bytes") ? set.manifest.at("weights_bytes").get<uint64_t>() : fs::file_size(wpath, ec);
+  IndexWriter w;
+  w.pod(kIndexMagic);
+  w.pod(bytes_fnv1a64(manifest_bytes));
+  w.pod(uint64_t(manifest_bytes.size()));
+  w.pod(weights_bytes);
+  w.str(set.gpu);
+  w.pod(set.sm_count);
+  w.pod(set.baseline.peak_flops);
+  w.pod(set.baseline.memory_bandwidth_Bps);
+  w.pod(set.baseline.floor_s);
+  w.pod(set.baseline.l2_cache_bytes);
+  w.pod(uint8_t(set.has_ratio_predictors));
+  w.pod(uint64_t(set.by_key.size()));
+  for (const auto& [key, m] : set.by_key) {
+    const Block& b = set.lazy->pending.at(key);
+    w.str(m.key);
+    w.pod(uint64_t(m.feature_names.size()));
+    for (const auto& n : m.feature_names) w.str(n);
+    w.floats(m.feature_mean);
+    w.floats(m.feature_std);
+    w.pod(m.target_mean);
+    w.pod(m.target_std);
+    const std::vector<std::uint8_t> heldout = Json::to_cbor(m.heldout);
+    w.str(std::string(heldout.begin(), heldout.end()));
+    w.pod(m.max_roofline_fraction);
+    w.str(m.ratio_of);
+    w.floats(m.feature_min);
+    w.floats(m.feature_max);
+    w.ints(b.sizes);
+    w.ints(b.blocks);
+    w.pod(uint8_t(b.stored_blocks));
+    w.pod(uint64_t(b.offset));
+    w.pod(uint64_t(b.floats));
+    w.str(b.checksum);
+  }
+  write_file_atomic(index_path, w.bytes());
+}
+
+PredictorSet load_predictors_indexed(const std::string& dir, const std::string& index_path) {
+  const std::string mpath = dir + "/manifest.json";
+  PredictorSet set;
+  set.dir = dir;
+  if (!index_path.empty() && read_index(index_path, read_whole_file(mpath), mpath, dir + "/weights.bin", set)) return set;
+  return load_predictors(dir, true);
+}
+
+std::string predictor_index_path(const std::string& dir) {
+  const char* env = std::getenv("DTSIM_PREDICTOR_INDEX_DIR");
+  const std::string root = env ? env : DTSIM_PREDICTOR_INDEX_DIR;
+  if (root.empty()) return "";
+  return root + "/" + fs::path(dir).filename().string() + ".idx";
+}
+
 Baseline baseline_of(const GpuSpec& gpu) {
   Baseline b;
   b.peak_flops = gpu.peak_flops;
@@ -460,7 +682,7 @@ std::shared_ptr<const PredictorSet> cached_predictors(const std::string& dir) {
   static std::map<std::string, std::shared_ptr<const PredictorSet>> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[dir];
-  if (!slot) slot = std::make_shared<PredictorSet>(load_predictors(dir, true));
+  if (!slot) slot = std::make_shared<PredictorSet>(load_predictors_indexed(dir, predictor_index_path(dir)));
   return slot;
 }
 

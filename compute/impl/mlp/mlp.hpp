@@ -81,7 +81,16 @@ int diagonal_block_count(const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynam
 // Reads a predictor folder; InputError naming the file on anything malformed. `lazy`: each predictor's
 // layers are read (and checked) when find() first asks for it, the rest of the file never.
 PredictorSet load_predictors(const std::string& dir, bool lazy = false);
-// Cached and lazy: a predictor folder's manifest is read once per process, its blocks as needed.
+// As load_predictors(dir, true), from the binary index at index_path where that index was made from
+// the folder's manifest as it is now (write_predictor_index); from the JSON otherwise. The index
+// leaves PredictorSet::manifest empty.
+PredictorSet load_predictors_indexed(const std::string& dir, const std::string& index_path);
+void write_predictor_index(const std::string& dir, const std::string& index_path);
+// Where the build keeps a predictor folder's index: $DTSIM_PREDICTOR_INDEX_DIR (empty: none), else
+// the build tree's predictor_index/, as <folder name>.idx.
+std::string predictor_index_path(const std::string& dir);
+// Cached and lazy: a predictor folder's manifest (or its index) is read once per process, its blocks
+// as needed.
 std::shared_ptr<const PredictorSet> cached_predictors(const std::string& dir);
 
 // A float vector as the manifest stores it: the base64 of its little-endian float32 values (exact,
