@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cmath>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include "sim/predict.hpp"
 #include "study/study.hpp"
 #include "network/cluster.hpp"
+#include "sim/whatif.hpp"
 
 using namespace dtsim;
 
@@ -135,6 +137,49 @@ static void BM_ColdStartPredict(benchmark::State& state) {
   state.counters["child_cpu_ms"] = 1e3 * (children_cpu_s() - cpu0) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_ColdStartPredict)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(10);
+
+// A sweep along one what-if axis (the argument: its index in what_if_axes()): resnet50 at batch 64
+// on 64 GPUs of h100-sxm, 100 values of the axis (8 of gpus_per_node) against 1, each sweep a first
+// one (nothing inferred before is remembered). Time is the long sweep's; ratio_to_one is its time over
+// the one-value sweep's in the same iteration: the budget is 1.3.
+static void BM_WhatIfSweep(benchmark::State& state) {
+  const std::string axis = what_if_axes().at(static_cast<size_t>(state.range(0)));
+  state.SetLabel(axis);
+  SweepSpec one;
+  one.models = {"resnet50"};
+  one.batches = {64};
+  one.gpus = {64};
+  one.cluster = "h100-sxm";
+  SweepSpec many = one;
+  many.what_ifs.clear();
+  const int n = axis == "gpus_per_node" ? 8 : 100;
+  for (int i = 0; i < n; ++i) {
+    WhatIf w;
+    const double f = n == 1 ? 0 : double(i) / (n - 1);  // 0..1 along the axis
+    double v = 0.5 * std::pow(4.0, f);                 // scales: 0.5x .. 2x
+    if (axis == "intra_node_GBps") v = 50 + 850 * f;
+    if (axis == "nic_Gbps") v = 25 + 775 * f;
+    if (axis == "gpus_per_node") v = i + 1;
+    set_what_if_axis(w, axis, v, "bench");
+    many.what_ifs.push_back(w);
+  }
+  double ratio_sum = 0;
+  for (auto _ : state) {
+    mlp::forget_predictions();
+    const auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(run_sweep(one));
+    const auto t1 = std::chrono::steady_clock::now();
+    mlp::forget_predictions();
+    benchmark::DoNotOptimize(run_sweep(many));
+    const auto t2 = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> single = t1 - t0, sweep = t2 - t1;
+    state.SetIterationTime(sweep.count());
+    ratio_sum += sweep.count() / single.count();
+  }
+  state.counters["configs"] = n;
+  state.counters["ratio_to_one"] = ratio_sum / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_WhatIfSweep)->DenseRange(0, 8)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(3);
 
 // Issue 26: `dtsim plan` over 1,048,576 configurations (4 presets x GPUs 1..1024 x 8 batch sizes x
 // 2 precisions x 4 NIC rates x 4 bucket sizes) of resnet50 on ImageNet in at most 60 s wall on the
