@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <mutex>
 
 namespace dtsim {
 
@@ -16,11 +17,11 @@ class SharedMap {
   using const_iterator = typename Map::const_iterator;
 
   SharedMap() = default;
-  SharedMap(Map m) : map_(std::make_shared<Map>(std::move(m))) {}  // NOLINT: implicit, as a map is assigned
-  SharedMap(std::initializer_list<typename Map::value_type> l) : map_(std::make_shared<Map>(l)) {}
+  SharedMap(Map m) : map_(std::make_shared<Data>(std::move(m))) {}  // NOLINT: implicit, as a map is assigned
+  SharedMap(std::initializer_list<typename Map::value_type> l) : map_(std::make_shared<Data>(Map(l))) {}
 
   // The table, read-only.
-  const Map& get() const { return map_ ? *map_ : empty_map(); }
+  const Map& get() const { return map_ ? map_->map : empty_map(); }
   operator const Map&() const { return get(); }  // NOLINT: read wherever a map is read
 
   const_iterator begin() const { return get().begin(); }
@@ -35,18 +36,37 @@ class SharedMap {
   // Changing it: this copy gets a table of its own first if it shares one.
   V& operator[](const K& k) { return own()[k]; }
   void clear() { map_.reset(); }
+  // The table to change; what memo() remembered of it is dropped.
   Map& own() {
-    if (!map_) map_ = std::make_shared<Map>();
-    else if (map_.use_count() > 1) map_ = std::make_shared<Map>(*map_);
-    return *map_;
+    if (!map_) map_ = std::make_shared<Data>(Map());
+    else if (map_.use_count() > 1) map_ = std::make_shared<Data>(Map(map_->map));
+    else map_->memo.reset();
+    return map_->map;
   }
 
+  // What a reader derives from the table and keeps beside it (one Memo type per table: a lookup's
+  // results by a key of its own), shared by every copy that shares the table and dropped when the
+  // table changes. Null for an empty SharedMap. The caller locks memo_mutex() around its use.
+  template <class Memo>
+  Memo* memo() const {
+    if (!map_) return nullptr;
+    if (!map_->memo) map_->memo = std::make_shared<Memo>();
+    return static_cast<Memo*>(map_->memo.get());
+  }
+  std::mutex* memo_mutex() const { return map_ ? &map_->mu : nullptr; }
+
  private:
+  struct Data {
+    explicit Data(Map m) : map(std::move(m)) {}
+    Map map;
+    std::mutex mu;
+    std::shared_ptr<void> memo;
+  };
   static const Map& empty_map() {
     static const Map m;
     return m;
   }
-  std::shared_ptr<Map> map_;
+  std::shared_ptr<Data> map_;
 };
 
 }  // namespace dtsim

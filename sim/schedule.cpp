@@ -1,8 +1,11 @@
 #include "sim/schedule.hpp"
 
 #include <algorithm>
-#include <set>
+#include <array>
 #include <cstdint>
+#include <mutex>
+#include <set>
+#include <unordered_map>
 
 #include "compute/kernel_key.hpp"
 #include "sim/multi_tensor.hpp"
@@ -29,8 +32,7 @@ std::string framework_kernel_key(const KernelDesc& k) {
 
 // The entry of `table` for k's most specific key, then its key with trailing parts dropped one by one
 // down to kind/pass; null where none matches.
-static const double* framework_table_entry(const KernelDesc& k, const KeyTable& table) {
-  if (table.empty()) return nullptr;
+static const double* framework_table_lookup(const KernelDesc& k, const KeyTable& table) {
   std::string key = framework_kernel_key(k);
   for (;;) {
     if (auto it = table.find(key); it != table.end()) return &it->second;
@@ -38,6 +40,42 @@ static const double* framework_table_entry(const KernelDesc& k, const KeyTable& 
     if (slash == std::string::npos || std::count(key.begin(), key.end(), '/') < 2) return nullptr;
     key.resize(slash);
   }
+}
+
+namespace {
+// What framework_kernel_key reads of a kernel: a step looks up hundreds of kernels, most of them
+// alike, in each of a sweep's configurations, and spelling each key cost more than pricing the step.
+struct KeyParts {
+  KernelKind kind;
+  Pass pass;
+  MathMode math;
+  MemoryFormat format;
+  std::string variant;
+  std::array<int64_t, 4> window{};  // a pooling's kernel, stride and padding
+  bool operator==(const KeyParts& o) const {
+    return kind == o.kind && pass == o.pass && math == o.math && format == o.format && variant == o.variant && window == o.window;
+  }
+};
+struct KeyPartsHash {
+  size_t operator()(const KeyParts& p) const {
+    size_t h = std::hash<std::string>()(p.variant) ^ (size_t(p.kind) | size_t(p.pass) << 8 | size_t(p.math) << 16 | size_t(p.format) << 24);
+    for (int64_t v : p.window) h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ULL;
+    return h;
+  }
+};
+using EntryMemo = std::unordered_map<KeyParts, const double*, KeyPartsHash>;
+}  // namespace
+
+static const double* framework_table_entry(const KernelDesc& k, const KeyTable& table) {
+  if (table.empty()) return nullptr;
+  KeyParts parts{k.kind, k.pass, k.math, k.format, k.variant, {}};
+  if (k.kind == KernelKind::Pool) parts.window = {k.shape[4], k.shape[5], k.shape[6], k.shape[7]};
+  std::lock_guard<std::mutex> lock(*table.memo_mutex());
+  EntryMemo& memo = *table.memo<EntryMemo>();
+  if (const auto it = memo.find(parts); it != memo.end()) return it->second;
+  const double* entry = framework_table_lookup(k, table);
+  memo.emplace(std::move(parts), entry);
+  return entry;
 }
 
 double framework_table_value(const KernelDesc& k, const KeyTable& table, double fallback) {

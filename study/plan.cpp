@@ -314,7 +314,7 @@ Search prepare(const PlanSpec& s) {
   Search x{s,
            Axes{s.clusters.size(), s.what_ifs.size(), std::max<size_t>(1, s.bucket_mbs.size()), s.algos.size(), s.strategies.size(),
                 s.precisions.size() * s.modes.size(), s.batches.size(), s.gpus.size()},
-           1, {}, {}, {}, {}};
+           1, {}, {}, {}, {}, {}};
   const Axes& ax = x.ax;
   x.threads = thread_count(s);
   for (const auto& p : s.precisions)
