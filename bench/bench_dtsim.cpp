@@ -19,8 +19,8 @@
 
 using namespace dtsim;
 
-// Issue 7: all 13 zoo models x 8 batch sizes x 14 GPU counts (1 to 8192): at most 1 s on one core.
-// The 13 CNNs of issue 7, by name, so that the figures stay comparable now that the zoo also holds
+// Budget: all 13 zoo models x 8 batch sizes x 14 GPU counts (1 to 8192): at most 1 s on one core.
+// The 13 CNNs the budget was set for, by name, so that the figures stay comparable now that the zoo also holds
 // transformers (vit_b_16, gpt2_small, bert_base).
 static void BM_ZooSweep(benchmark::State& state) {
   SweepSpec s;
@@ -58,14 +58,14 @@ BENCHMARK(BM_PredictResnet50)->Unit(benchmark::kMillisecond);
 static void BM_PredictResnet50Cold(benchmark::State& state) { predict_resnet50(state, {}, true); }
 BENCHMARK(BM_PredictResnet50Cold)->Unit(benchmark::kMillisecond);
 
-// Issue 23: the same prediction in the modes speed-minded users run (channels_last, AdamW,
+// Budget: the same prediction in the modes speed-minded users run (channels_last, AdamW,
 // torch.compile with CUDA graphs): at most twice BM_PredictResnet50.
 static void BM_PredictResnet50Modes(benchmark::State& state) {
   predict_resnet50(state, StepMode{MemoryFormat::ChannelsLast, Optimizer::AdamW, Execution::CompileCudaGraphs});
 }
 BENCHMARK(BM_PredictResnet50Modes)->Unit(benchmark::kMillisecond);
 
-// The same, each a first one: issue 23's budget compares it with BM_PredictResnet50Cold.
+// The same, each a first one: the modes' budget compares it with BM_PredictResnet50Cold.
 static void BM_PredictResnet50ModesCold(benchmark::State& state) {
   predict_resnet50(state, StepMode{MemoryFormat::ChannelsLast, Optimizer::AdamW, Execution::CompileCudaGraphs}, true);
 }
@@ -93,7 +93,7 @@ static void time_resnet50_kernels(benchmark::State& state, bool ladder) {
   state.counters["kernels"] = static_cast<double>(all.size());
 }
 
-// Issue 4: every kernel of resnet50 at one batch size through the measured predictors: at most 1 ms.
+// Budget: every kernel of resnet50 at one batch size through the measured predictors: at most 1 ms.
 static void BM_KernelPredictorsResnet50(benchmark::State& state) { time_resnet50_kernels(state, false); }
 BENCHMARK(BM_KernelPredictorsResnet50)->Unit(benchmark::kMicrosecond);
 
@@ -102,7 +102,7 @@ BENCHMARK(BM_KernelPredictorsResnet50)->Unit(benchmark::kMicrosecond);
 static void BM_KernelTimesLadderResnet50(benchmark::State& state) { time_resnet50_kernels(state, true); }
 BENCHMARK(BM_KernelTimesLadderResnet50)->Unit(benchmark::kMicrosecond);
 
-// Issue 7: `dtsim predict` of resnet50 in at most 150 ms wall from a cold start: the whole process
+// Budget: `dtsim predict` of resnet50 in at most 150 ms wall from a cold start: the whole process
 // (exec, dynamic linking, configs and predictors loaded, the prediction, the report), output to
 // /dev/null. Wall time per run, manual timing (the child's CPU is not this process's).
 // The children's CPU time is reported too (child_cpu_ms): on a loaded shared machine it is the steadier figure.
@@ -181,7 +181,7 @@ static void BM_WhatIfSweep(benchmark::State& state) {
 }
 BENCHMARK(BM_WhatIfSweep)->DenseRange(0, 8)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(3);
 
-// Issue 26: `dtsim plan` over 1,048,576 configurations (4 presets x GPUs 1..1024 x 8 batch sizes x
+// Budget: `dtsim plan` over 1,048,576 configurations (4 presets x GPUs 1..1024 x 8 batch sizes x
 // 2 precisions x 4 NIC rates x 4 bucket sizes) of resnet50 on ImageNet in at most 60 s wall on the
 // 2-core development machine. Argument: threads (0: every core). Wall time (real time) is the budget.
 static void BM_Plan1M(benchmark::State& state) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the library's shape (issue 22; docs/design.md, "Layers"):
+"""Checks the library's shape (docs/design.md, "Layers"):
 
 - no function longer than --max-function-lines (80), signature to closing brace;
 - no library folder holding more than --max-folder-share (30%) of the library's lines.

@@ -11,7 +11,7 @@ table, auto and roofline); `collective` 4 B..1 GiB for every op, algorithm and G
 `predict` under every strategy; `grid`; `roofline`; `models`; `strategies`; `calibrate`; a small
 `plan`; every command's --help. Each command's stdout, stderr and exit status go to one file under OUT, so a changed
 message or exit code shows as well as a changed number. `compare` lists the files that differ and
-exits 1 if any do (issue 22: a restructuring must not move a single byte).
+exits 1 if any do (a restructuring must not move a single byte).
 """
 import argparse
 import csv

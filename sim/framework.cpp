@@ -162,7 +162,7 @@ FrameworkProfile parse_framework(const Json& doc, const std::string& what) {
 // PyTorch is priced by default with its measured host costs (pytorch-ops: per layer type, at the
 // models' sizes, the host running ahead): over the 562 committed PyTorch runs 6.3% median / 12.3%
 // mean against 9.0% / 18.9% for `pytorch`, whose two host costs were fitted on four H100 runs
-// (twenty-fifth session; docs/accuracy.md, "Framework profiles").
+// (the default since 2026-11-29, commit 927d19c; docs/accuracy.md, "Framework profiles").
 std::string default_framework_profile(const std::string& framework) {
   return framework == "pytorch" ? kDefaultFrameworkProfile : framework;
 }

@@ -106,9 +106,9 @@ uint64_t plan_size(const PlanSpec& s);
 // `tick(n)` reports n more configurations done (progress bars); called from one thread at a time.
 PlanResult run_plan(const PlanSpec& s, const std::function<void(size_t)>& tick = {});
 
-// The reference search of issue 26, which bench/ times (BM_Plan1M) and tests/test_plan.cpp checks
-// against predict(): resnet50 on ImageNet for 90 epochs over 4 presets x GPUs 1..1024 x 8 batch sizes x
-// 2 precisions x 4 NIC rates x 4 bucket sizes, 1,048,576 configurations.
+// The reference search of the plan's speed budget (bench/README.md), which bench/ times (BM_Plan1M) and
+// tests/test_plan.cpp checks against predict(): resnet50 on ImageNet for 90 epochs over 4 presets x
+// GPUs 1..1024 x 8 batch sizes x 2 precisions x 4 NIC rates x 4 bucket sizes, 1,048,576 configurations.
 PlanSpec reference_plan_1m();
 
 }  // namespace dtsim

@@ -1,7 +1,7 @@
 // Network-bound clusters, emulated on one host (NCCL on loopback sockets, one GPU per
 // node; validation/data/h200-sxm/emulated). Each setting's runs are predicted on the cluster that
 // `dtsim calibrate --gpus-per-node 1` fitted to that setting's own collective measurements. The
-// checks hold what is met (the issue's 5% median and 12% worst case on the harness runs of the two
+// checks hold what is met (the targets, 5% median and 12% worst case, on the harness runs of the two
 // settings that repeat between device calls) and, where a target is not met yet, the accuracy reached
 // so far, so that it can only improve; docs/accuracy.md says which and why.
 #include <catch2/catch.hpp>
@@ -65,14 +65,14 @@ TEST_CASE("emulated cluster: harness DDP runs on the calibrated socket clusters"
     for (const auto& r : rows) {
       INFO(s << " " << r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
       errors.push_back(r.error);
-      // The issue's worst case, 12%; reached: 6.1% (alexnet, s1x1), except densenet121. Since the
+      // The worst-case target, 12%; reached: 6.1% (alexnet, s1x1), except densenet121. Since the
       // harness's concatenations are priced as it runs them (one copy kernel per input, measured alone:
       // FrameworkSpec::concat_copy_per_input) its b32 steps are predicted 16-19% slow here: dtsim's
       // kernels add up to the run's own per-layer profile (28.9 against 29.4 ms at 1 GPU), but on the host
       // of these runs the step took 24.2 ms, and 27.1 ms on another H200 (runs_concat). Before, the
       // under-priced concatenations (one kernel for up to 32 inputs) happened to cover that gap.
       CHECK(std::fabs(r.error) <= (r.run.model == "densenet121" ? 0.20 : 0.12));
-      // Weak-scaling efficiency T(1) / T(2): the issue asks for 3 points; reached: 6.8 (resnet18, s1x1),
+      // Weak-scaling efficiency T(1) / T(2): the target is 3 points; reached: 6.8 (resnet18, s1x1),
       // where the 1-GPU prediction is 6.7% slow and the 2-GPU one 3.6% fast (5.6 before the H100
       // predictors' carry to the H200 priced the time beyond a kernel's bytes at the SMs' rate).
       REQUIRE(one_gpu.count(r.run.model));
@@ -84,7 +84,7 @@ TEST_CASE("emulated cluster: harness DDP runs on the calibrated socket clusters"
       // emulation exists for (alexnet, vgg16: 60-90% exposed).
       if (r.run.model == "alexnet" || r.run.model == "vgg16") CHECK(r.predicted_exposed_comm_s > 0.5 * r.predicted_s);
     }
-    // The issue's target is 5%; reached 5.7% (s1x1), 3.4% (s2x2) since densenet121 moved (above).
+    // The target is 5%; reached 5.7% (s1x1), 3.4% (s2x2) since densenet121 moved (above).
     CHECK(median_abs(errors) <= (s == "s1x1" ? 0.058 : 0.05));
   }
 }
@@ -179,21 +179,21 @@ TEST_CASE("emulated cluster: 4 GPUs as 4 socket nodes, on the cluster calibrated
   for (const auto& r : rows) {
     INFO(r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
     errors.push_back(r.error);
-    // The issue's worst case is 12%: reached 13.4% (densenet121, 9.5% until the harness's optimizer was
+    // The worst-case target is 12%: reached 13.4% (densenet121, 9.5% until the harness's optimizer was
     // priced as its one fused kernel: its 4-GPU step has 3.7 ms of exposed all-reduce where dtsim
     // predicts under 1 ms, which the over-priced per-layer update had partly covered; 14.6% since the
     // H200's own NCHW convolution predictors, 2026-11-28, which price its step 0.35 ms faster).
     CHECK(std::fabs(r.error) <= (r.run.model == "densenet121" ? 0.15 : 0.12));
     efficiency_diffs.push_back(efficiency_diff(r, base));
   }
-  CHECK(median_abs(errors) <= 0.05);             // the issue's target; reached 2.7%
+  CHECK(median_abs(errors) <= 0.05);             // the target; reached 2.7%
   CHECK(median_abs(efficiency_diffs) <= 0.03);   // reached 1.5 points (densenet121 11.7, mobilenet_v2 7.1)
 }
 
 TEST_CASE("emulated cluster: DDP where the GPU and the network set the pace, PyTorch and harness") {
   // validation/data/h200-sxm/emulated/large_batch: batches whose 1-GPU steps the GPU paces (alexnet
   // b256 ... densenet121 b128), so the host's run-to-run scatter is out of the comparison; three
-  // socket settings (s1x1c1: one NCCL channel, 4.6 GB/s). The issue's bounds hold over the settings
+  // socket settings (s1x1c1: one NCCL channel, 4.6 GB/s). The targets hold over the settings
   // together, per framework; reached: PyTorch with its default profile
   // (pytorch-ops) median 5.8%, worst 7.9%, with `pytorch` 4.7% and 7.2% (every step predicted short);
   // harness median 2.2%, worst 7.0% (densenet121 b128).
@@ -212,12 +212,12 @@ TEST_CASE("emulated cluster: DDP where the GPU and the network set the pace, PyT
         INFO(fw << " " << s << " " << r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted "
                 << r.predicted_s * 1e3 << " ms");
         errors[fw].push_back(r.error);
-        CHECK(std::fabs(r.error) <= 0.12);  // the issue's worst case
+        CHECK(std::fabs(r.error) <= 0.12);  // the worst-case target
         REQUIRE(one_gpu.count(r.run.model));
         const ValidationRow& b = *one_gpu[r.run.model];
         const double diff = b.predicted_s / r.predicted_s - b.run.iteration_s / r.run.iteration_s;
         efficiency_diffs[fw].push_back(diff);
-        // The issue asks for 3 points; reached: harness 2.8, PyTorch 5.3 (resnet18 at s2x2, whose 2-GPU
+        // The target is 3 points; reached: harness 2.8, PyTorch 5.3 (resnet18 at s2x2, whose 2-GPU
         // step took 3.3 ms more than its 1-GPU step, predicted 1.9 ms).
         CHECK(std::fabs(diff) <= 0.055);
       }
@@ -227,10 +227,10 @@ TEST_CASE("emulated cluster: DDP where the GPU and the network set the pace, PyT
     }
   for (const std::string fw : {"harness", "pytorch", "pytorch fitted"}) {
     INFO(fw << ": median " << 100 * median_abs(errors[fw]) << "%, efficiency " << 100 * median_abs(efficiency_diffs[fw]) << " points");
-    // The issue's target is 5%. PyTorch's default profile (pytorch-ops)
+    // The target is 5%. PyTorch's default profile (pytorch-ops)
     // prices these GPU-paced steps a little shorter than the fitted profile did, and misses it.
     CHECK(median_abs(errors[fw]) <= (fw == "pytorch" ? 0.06 : 0.05));
-    CHECK(median_abs(efficiency_diffs[fw]) <= 0.03);   // the issue's 3 points, on the median
+    CHECK(median_abs(efficiency_diffs[fw]) <= 0.03);   // the 3-point target, on the median
   }
 }
 
@@ -246,10 +246,10 @@ TEST_CASE("emulated cluster: 4 socket nodes of one GPU where the GPU and the net
   for (const auto& r : rows) {
     INFO(r.run.model << ": measured " << r.run.iteration_s * 1e3 << " ms, predicted " << r.predicted_s * 1e3 << " ms");
     errors.push_back(r.error);
-    CHECK(std::fabs(r.error) <= 0.12);                     // the issue's worst case
-    CHECK(std::fabs(efficiency_diff(r, base)) <= 0.03);  // the issue's 3 points
+    CHECK(std::fabs(r.error) <= 0.12);                     // the worst-case target
+    CHECK(std::fabs(efficiency_diff(r, base)) <= 0.03);  // the 3-point target
   }
-  CHECK(median_abs(errors) <= 0.05);  // the issue's target
+  CHECK(median_abs(errors) <= 0.05);  // the target
 }
 
 TEST_CASE("emulated cluster: 2 nodes of 2 GPUs, NVLink inside and sockets between") {
@@ -257,7 +257,7 @@ TEST_CASE("emulated cluster: 2 nodes of 2 GPUs, NVLink inside and sockets betwee
   // cross NVLink inside a node and sockets between nodes; predicted on the cluster `dtsim calibrate
   // --gpus-per-node 2` fitted to that network's own sweep (median 4.4%; 32.5% before the protocols'
   // costs were fitted for an uncalibrated cluster of multi-GPU nodes and the base's NIC ceiling
-  // raised above what the network moved). The harness's flat DDP meets the issue's bounds (reached:
+  // raised above what the network moved). The harness's flat DDP meets the targets (reached:
   // median 2.6%, worst 8.9%); its efficiency is within 4.2 points (alexnet: 3 asked). Its
   // hierarchical all-reduce (groups of 2 = the nodes) is held where it is: median 7.2%, worst 16.1%
   // (alexnet and vgg16 predicted slow). PyTorch: alexnet -0.7%, vgg16 -2.2%.

@@ -48,7 +48,7 @@ TEST_CASE("gpu presets: every shipped GPU parses, states its basis and cites its
     ++n;
   }
   CHECK(n >= 9);
-  // The issue's generations, under these names (a100-sxm is the 80 GB part, kept as it was).
+  // The GPU generations dtsim ships presets for, under these names (a100-sxm is the 80 GB part, kept as it was).
   for (const char* name : {"a100-40gb-sxm", "a100-sxm", "v100-sxm2", "l40s", "h100-pcie", "h100-nvl", "b200", "h100-sxm", "h200-sxm"}) {
     INFO(name);
     CHECK_NOTHROW(load_gpu(name));

@@ -1,5 +1,5 @@
 // The shipped predictors, re-checked against the committed measurements they were trained on: the
-// held-out part (the same hash split the trainer used) must meet the targets, and the error
+// held-out part (the same hash split the trainer used) must meet its held-out target (below), and the error
 // must equal what the manifest reports. A predictor the manifest marks as shipped below its target
 // must at least beat the roofline on those shapes (and is reported as a warning).
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // NVIDIA's published training throughputs (DeepLearningExamples, PyTorch, DGX A100
 // and DGX-1 V100) as an independent check. Nothing in dtsim was fitted to them; this test holds the
-// issue's target on them (median error 10% or less) per GPU generation, as
+// target on them (median error 10% or less) per GPU generation, as
 // validation/scripts/published_check.py prints them.
 #include <catch2/catch.hpp>
 
@@ -28,7 +28,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-TEST_CASE("published: DGX A100 and DGX-1 V100 training throughputs within the issue's 10% median per generation") {
+TEST_CASE("published: DGX A100 and DGX-1 V100 training throughputs within a 10% median per generation") {
   const Json doc = Json::parse(read_text_file(std::string(DTSIM_SOURCE_DIR) + "/validation/data/published/throughputs.json"));
   std::map<std::string, std::vector<double>> errors;  // generation -> |dtsim / published - 1|
   std::map<std::string, std::vector<double>> by_model;
@@ -56,8 +56,8 @@ TEST_CASE("published: DGX A100 and DGX-1 V100 training throughputs within the is
     INFO(generation << ": median " << 100 * median(errs) << "% over " << errs.size());
     CHECK(median(errs) <= 0.10);
   }
-  // Models other than ResNet-50 (the issue: "check against published end-to-end throughputs of models
-  // other than ResNet-50"): ResNeXt101-32x4d, added to the zoo with its 12 entries.
+  // Published end-to-end throughputs of a model other than ResNet-50 too: ResNeXt101-32x4d, added to the
+  // zoo with its 12 entries.
   REQUIRE(by_model.count("resnext101_32x4d"));
   CHECK(by_model.at("resnext101_32x4d").size() == 12);
   CHECK(median(by_model.at("resnext101_32x4d")) <= 0.10);

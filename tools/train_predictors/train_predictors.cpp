@@ -46,7 +46,7 @@ struct Options {
   double huber_beta = 0.1;  // in standard deviations of the target
   std::string dump;  // CSV of every row's measured and predicted time, for diagnosis
   std::string files;  // comma-separated CSV names to train on; empty: every CSV of the folder
-  // Held-out targets (issue 4): a predictor that misses its target is reported and not written, so
+  // Held-out targets: a predictor that misses its target is reported and not written, so
   // that such kernels fall back to the roofline rather than to a predictor known to be worse.
   double target_matmul = 0.10, target_vector = 0.15;
   // Write a predictor that misses its target anyway when it beats the roofline, its fallback, on the

@@ -188,7 +188,7 @@ nlohmann::json collect_provenance(int device, const Args& args, const std::strin
   for (const char* k : {"NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "CUDNN_LOGLEVEL_DBG"})
     if (const char* e = std::getenv(k)) env[k] = e;
   // Every NCCL_* setting: the transport (NCCL_NET=Socket, NCCL_P2P_DISABLE, ...) and its threads and
-  // sockets decide what a collective measured, as much as the GPU does (emulated clusters, issue 24).
+  // sockets decide what a collective measured, as much as the GPU does (emulated clusters).
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     auto eq = kv.find('=');

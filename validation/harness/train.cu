@@ -14,7 +14,7 @@
 //   SGD with momentum and weight decay over the flat fp32 buffers (one fused kernel) once the
 //   compute stream has waited for the last all-reduce.
 //
-// Other schemes (issue #8; the default, --allreduce flat without --average-every, is the above,
+// Other schemes (the default, --allreduce flat without --average-every, is the above,
 // unchanged, and writes no "strategy" field):
 //   --allreduce hierarchical --group-size G: ranks in groups of G consecutive ranks (a "node" of G
 //     GPUs); per bucket, on the communication stream: ncclReduceScatter (ncclAvg) inside the group,

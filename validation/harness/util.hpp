@@ -107,7 +107,7 @@ void make_dirs(const std::string& path);  // mkdir -p
 double wall_s();                          // monotonic seconds
 std::string utc_now_iso();
 
-// Nodes emulated on one host (issue 24): with DTSIM_EMULATE_GPUS_PER_NODE=G, every G consecutive ranks
+// Nodes emulated on one host: with DTSIM_EMULATE_GPUS_PER_NODE=G, every G consecutive ranks
 // get a host identity of their own (NCCL_HOSTID), so NCCL sees nodes of G GPUs: its intra-node
 // transports (P2P over NVLink) inside a node and its network transport between nodes (sockets over
 // loopback under validation/scripts/run_emulated.sh). Call before the process's first NCCL call.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An all-reduce alone and beside compute (issue 24). Inside a DDP step under the emulated socket
+"""An all-reduce alone and beside compute. Inside a DDP step under the emulated socket
 network the harness's bucket all-reduces took longer than the same sizes alone (resnet18 b32, s1x1:
 7.26 ms against 6.43 predicted from the standalone sweep). This measures that slowdown apart from any
 training run, so a model of it is not fitted to the runs it is checked on.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """All-reduce bus bandwidth as PyTorch's ProcessGroupNCCL gives it, printed in nccl-tests' format so that
-`dtsim calibrate --measured LOG` reads it (issue 24: PyTorch DDP's all-reduces under the emulated
+`dtsim calibrate --measured LOG` reads it (PyTorch DDP's all-reduces under the emulated
 socket network, beside the harness's collective mode measured in the same environment).
 
     python3 validation/pytorch/allreduce_sweep.py --gpus 2 [--max-bytes 512M] [--samples 6] > allreduce_torch.log

@@ -2,7 +2,7 @@
 """The GPU kernels of one training step under bf16 autocast and under fp16 autocast with GradScaler,
 from torch.profiler: which kernels the scaler adds (loss scaling, unscale with the inf check, scale
 update) and what they cost, and whether the convolutions and GEMMs of the two precisions are the same
-kernels (so that fp16 may be priced with the bf16 predictors). Issue 21, item 3.
+kernels (so that fp16 may be priced with the bf16 predictors).
 
 usage: amp_step_kernels.py --out FILE.json [--model resnet50] [--batch 64]
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.compile's generated pooling kernels, timed alone (issue 23): Inductor runs a pooling over a
+"""torch.compile's generated pooling kernels, timed alone: Inductor runs a pooling over a
 window as a kernel of its own (the bn-ReLU before it materialised, max pooling's window offsets
 saved), forward and backward. Each case compiles y = pool(relu(x)) on a channels_last bf16/fp32 input
 that requires grad, runs forward and backward under torch.profiler, and writes the generated

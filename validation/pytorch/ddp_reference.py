@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch DistributedDataParallel reference runs for dtsim validation (issue 6).
+"""PyTorch DistributedDataParallel reference runs for dtsim validation.
 
 torchvision models under DDP (NCCL, one process per GPU via torch.multiprocessing.spawn, default
 bucket settings: 25 MiB, first bucket 1 MiB, broadcast_buffers on), SGD with momentum, synthetic

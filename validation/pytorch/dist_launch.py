@@ -16,7 +16,7 @@ def add_rank_options(ap, samples, port):
 
 
 def emulate_node_of_rank(rank):
-    """Nodes emulated on one host (issue 24), as the harness does (validation/harness/util.hpp): with
+    """Nodes emulated on one host, as the harness does (validation/harness/util.hpp): with
     DTSIM_EMULATE_GPUS_PER_NODE=G, every G consecutive ranks get a host identity of their own
     (NCCL_HOSTID), so NCCL uses NVLink inside a node and its network transport between nodes. Before
     the process's first NCCL call. Returns G, or 0 when the variable is unset."""

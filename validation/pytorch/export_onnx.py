@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Exports the zoo's transformers and ShuffleNet V2 with torch.onnx.export for dtsim's import tests
-(issue 25; tests/data/onnx_exports/, tests/test_onnx_exports.cpp).
+(tests/data/onnx_exports/, tests/test_onnx_exports.cpp).
 
     /usr/bin/python3 validation/pytorch/export_onnx.py [--full DIR] [--opset 17] [--out tests/data/onnx_exports]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convolutions on the FP32 units (issue 21): what cuDNN does with strict-FP32 convolutions, where the
+"""Convolutions on the FP32 units: what cuDNN does with strict-FP32 convolutions, where the
 tensor cores are not allowed (torch.backends.cudnn.allow_tf32 = False), as V100 runs every "fp32"
 convolution (it has no TF32). On a GPU that has TF32 this is the same kind of math unit as V100's
 FP32 path, measured rather than assumed.

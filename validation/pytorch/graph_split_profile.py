@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What torch.compile's cut of a DDP graph costs (issue 23): torch.profiler kernel lists
+"""What torch.compile's cut of a DDP graph costs: torch.profiler kernel lists
 (mode_profile.py's format) of compiled DDP steps with DDPOptimizer's cut at DDP's buckets (`split`,
 PyTorch's default), without it (`nosplit`: torch._dynamo.config.optimize_ddp = False, one graph) and
 with one bucket after the first (`onebucket`: bucket_cap_mb 10000), and DDPOptimizer's log of each

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kernel times where users go and the harness's sweep did not: large aligned GEMMs, every zoo
 classifier layer at batch 1..1024, GEMMs and convolutions beyond the harness's shape range, the zoo's
-convolutions at batch 384 and 512, in fp32 (PyTorch's default math), bf16 and fp16. Issue 21.
+convolutions at batch 384 and 512, in fp32 (PyTorch's default math), bf16 and fp16.
 
 Each kernel is timed through PyTorch as a training step runs it (nn.Linear's three GEMMs; F.conv2d and
 aten.convolution_backward with one gradient's output mask, cudnn.benchmark=True), two ways:
@@ -286,7 +286,7 @@ def provenance(args):
             return ""
     p = torch.cuda.get_device_properties(0)
     return {
-        "what": "validation/pytorch/kernel_sweep.py: PyTorch kernel times beyond the harness's range (issue 21)",
+        "what": "validation/pytorch/kernel_sweep.py: PyTorch kernel times beyond the harness's range",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git_commit": os.environ.get("DTSIM_GIT_COMMIT", ""),
         "gpu": torch.cuda.get_device_name(0), "sm_count": p.multi_processor_count,

@@ -2,7 +2,7 @@
 # The steady-state peak of validation/pytorch/ddp_reference.py's loop (reset after 5 warm-up iterations,
 # then 25 more) for several configurations in one process, in order; mode "nosync" runs the loop without
 # host synchronisation (as ddp_reference.py), "sync" synchronises after each step. Shows that the same
-# configuration can peak one FP32 parameter copy higher depending on what ran before it (issue 7).
+# configuration can peak one FP32 parameter copy higher depending on what ran before it.
 # usage: python3 validation/pytorch/memory_history.py alexnet:16:fp32:nosync alexnet:16:fp32:sync ...
 # Output of the run on 2026-11-26 (1 x H100, torch 2.11.0+cu130): validation/data/h100-sxm/memory_phases.txt
 import os,sys,gc

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Where the steady-state peak of validation/pytorch/ddp_reference.py's loop lies (issue 7, memory model).
+# Where the steady-state peak of validation/pytorch/ddp_reference.py's loop lies (for the memory model).
 # Same loop as ddp_reference.py (DDP at world size 1, SGD momentum 0.9 + weight decay, cudnn.benchmark,
 # 4 input batches on the GPU, zero_grad(set_to_none=True)); on iteration 6 it records allocated memory
 # (MB) and the peak of each phase: st = iteration start, zg = after zero_grad, af/pf = after / peak of

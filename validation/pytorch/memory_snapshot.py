@@ -5,7 +5,7 @@ Runs ddp_reference.run_config for one configuration (1 GPU, fresh process) with 
 allocator's history recorded (Python stacks), replays the alloc/free trace, finds the largest
 allocated total after the warm-up (where ddp_reference resets its peak counter) and prints the live
 blocks at that moment grouped by where they were allocated. Written to find the extra FP32
-parameter copy some runs carry (issue 7; docs/accuracy.md, "Peak memory").
+parameter copy some runs carry (docs/accuracy.md, "Peak memory").
 usage: python3 validation/pytorch/memory_snapshot.py MODEL:BATCH:PREC [--iters N] [--warmup N]
 """
 import argparse, collections, os, sys, types

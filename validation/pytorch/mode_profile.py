@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What PyTorch runs on the GPU in each training mode (issue 23): torch.profiler's kernel list of one
+"""What PyTorch runs on the GPU in each training mode: torch.profiler's kernel list of one
 DDP iteration on one GPU, for contiguous against channels_last tensors, SGD against AdamW / Adam, and
 eager against torch.compile (with and without CUDA graphs). dtsim's lowering of each mode
 (docs/training-modes.md) is read off these lists.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times the transformer's kernels as PyTorch runs them, for dtsim's measured predictors (issue 25).
+"""Times the transformer's kernels as PyTorch runs them, for dtsim's measured predictors.
 
 The harness (validation/harness) measures cuDNN and cuBLAS kernels from C++; the kernels a transformer
 step adds are PyTorch's own (flash attention inside scaled_dot_product_attention, ATen's layer_norm,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPT-2 small and BERT-base in plain PyTorch, for dtsim's reference runs and ONNX exports (issue 25).
+"""GPT-2 small and BERT-base in plain PyTorch, for dtsim's reference runs and ONNX exports.
 
 The machines that run the references have PyTorch and torchvision but not HuggingFace transformers,
 so the two language models are written here, layer for layer as dtsim's zoo describes them

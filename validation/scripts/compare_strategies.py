@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measured vs predicted for the runs of validation/scripts/run_strategies.sh (issue #8).
+"""Measured vs predicted for the runs of validation/scripts/run_strategies.sh.
 
 usage: validation/scripts/compare_strategies.py OUT_OR_TAR [--dtsim build/dtsim] [--out FILE.md]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Emulated network-bound clusters (issue 24): dtsim against the runs of each socket setting.
+"""Emulated network-bound clusters: dtsim against the runs of each socket setting.
 
 For every setting folder sS (validation/scripts/run_emulated.sh), the runs are predicted on the
 cluster calibrated from that setting's own collective measurements (h200-sockets-sS.json, made by

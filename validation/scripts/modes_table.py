@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 23's accuracy tables: `dtsim validate` over the PyTorch runs per training mode (memory format,
+"""The training modes' accuracy tables: `dtsim validate` over the PyTorch runs per training mode (memory format,
 optimizer, execution), and the channels_last / contiguous time ratio, predicted against measured, of
 every (model, batch, precision, optimizer) measured both ways. Markdown on stdout, for docs/accuracy.md.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A network-bound cluster emulated on one host (issue 24): NCCL is forced onto TCP sockets over the
+# A network-bound cluster emulated on one host: NCCL is forced onto TCP sockets over the
 # loopback interface, so every GPU is a node of its own and every byte of an all-reduce crosses the
 # "network" (the host's TCP stack). NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD set the emulated
 # NIC's bandwidth. Results under OUT, one folder per setting (s<threads>x<socks>):

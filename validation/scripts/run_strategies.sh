@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #8, the GPU part: the harness's train mode with other ways of sharing what the workers learn,
+# The other schemes on GPUs: the harness's train mode with other ways of sharing what the workers learn,
 # on one node of 4 GPUs, in one call (builds nothing: carry validation/build-harness, whose binary is
 # validation/build-harness/validation/dtsim-harness, as run_node.sh does). Each scheme is one
 # harness process over every model x batch x precision (the cuDNN autotuning is shared inside it):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kernel time factors for the strided kernels nn.MultiheadAttention's layout causes (issue 25).
+"""Kernel time factors for the strided kernels nn.MultiheadAttention's layout causes.
 
 validation/pytorch/strided_eltwise.py times each strided elementwise kernel of a ViT step beside its
 contiguous twin of the same size. dtsim predicts the contiguous kernel; the framework profile scales
