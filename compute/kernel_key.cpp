@@ -1,5 +1,9 @@
 #include "compute/kernel_key.hpp"
 
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
 namespace dtsim {
 
 std::string dataset_math(const KernelDesc& k) {
@@ -16,7 +20,7 @@ std::string dataset_math(const KernelDesc& k) {
   }
 }
 
-std::string predictor_key(const KernelDesc& k) {
+static std::string spell_predictor_key(const KernelDesc& k) {
   std::string m = dataset_math(k);
   if (m.empty()) return "";
   // A gradient accumulation (add, bwd) is the same two-input sum as a forward add: one predictor.
@@ -38,6 +42,32 @@ std::string predictor_key(const KernelDesc& k) {
   // batchnorm/fwd/bf16/native: PyTorch's own bf16 batchnorm kernels (FrameworkSpec::batchnorm_native_bf16).
   if (k.kind == KernelKind::BatchNorm && *k.variant) key += std::string("/") + k.variant;
   return key;
+}
+
+// A key depends on the kernel's kind, pass, math mode, layout and variant alone, and a prediction asks
+// for it thousands of times (each kernel, in each configuration of a sweep): each is spelt once.
+std::string predictor_key(const KernelDesc& k) {
+  struct Parts {
+    KernelKind kind;
+    Pass pass;
+    MathMode math;
+    MemoryFormat format;
+    std::string variant;
+    bool operator==(const Parts& o) const {
+      return std::tie(kind, pass, math, format, variant) == std::tie(o.kind, o.pass, o.math, o.format, o.variant);
+    }
+  };
+  struct Hash {
+    size_t operator()(const Parts& p) const {
+      return std::hash<std::string>()(p.variant) ^ (size_t(p.kind) | size_t(p.pass) << 8 | size_t(p.math) << 16 | size_t(p.format) << 24);
+    }
+  };
+  static std::mutex mu;
+  static std::unordered_map<Parts, std::string, Hash> spelt;
+  Parts parts{k.kind, k.pass, k.math, k.format, k.variant};
+  std::lock_guard<std::mutex> lock(mu);
+  if (const auto it = spelt.find(parts); it != spelt.end()) return it->second;
+  return spelt.emplace(std::move(parts), spell_predictor_key(k)).first->second;
 }
 
 }  // namespace dtsim
