@@ -104,11 +104,24 @@ const std::string& Importer::canonical(const std::string& name) const {
 // parameters and buffers both become initializers; outside BatchNormalization (whose running
 // statistics are skipped) dtsim takes them as parameters.
 // Inputs read for their values (kShapeInputs' operators: everything after the data) are not.
+// The initializer a static tensor is a view or cast of (gamma.reshape(1, -1, 1, 1), a cast to the
+// compute dtype), or the tensor itself.
+std::string Importer::parameter_source(const std::string& t) const {
+  static const std::set<std::string> views = {"Reshape", "Unsqueeze", "Squeeze", "Flatten", "Cast", "Identity"};
+  std::string s = canonical(t);
+  for (int hops = 0; hops < 8 && !initializers_.count(s) && !dynamic_.count(s); ++hops) {
+    auto p = producer_.find(s);
+    if (p == producer_.end() || !default_domain(*p->second) || !views.count(p->second->op_type()) || p->second->input_size() < 1) break;
+    s = canonical(p->second->input(0));
+  }
+  return initializers_.count(s) ? s : canonical(t);
+}
+
 int64_t Importer::trainable_elements(const onnx::NodeProto& n) {
   int64_t total = 0;
   int inputs = kShapeInputs.count(n.op_type()) ? std::min(n.input_size(), 1) : n.input_size();
   for (int i = 0; i < inputs; ++i) {
-    const std::string& in = canonical(n.input(i));
+    const std::string in = parameter_source(n.input(i));
     auto it = initializers_.find(in);
     if (it == initializers_.end() || !is_float_type(it->second->data_type()) || counted_.count(in)) continue;
     int64_t e = 1;

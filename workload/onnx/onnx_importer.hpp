@@ -105,6 +105,7 @@ class Importer {
   void reduce_axes_to_attribute();
   void prepare_inputs();
   bool side_input(onnx::ValueInfoProto& v);
+  bool embeds(const std::string& tensor) const;
   void check_nodes();
   void infer();
   static bool default_domain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
@@ -173,6 +174,7 @@ class Importer {
   int add(const onnx::NodeProto& n, Layer l, const std::vector<std::string>& inputs, const std::string& output, const Shape& expect, const std::string& suffix = "");
   void alias(const std::string& output, const std::string& input) { values_[output] = values_[input]; }
   const std::string& canonical(const std::string& name) const;
+  std::string parameter_source(const std::string& t) const;
   int64_t trainable_elements(const onnx::NodeProto& n);
   void unsupported(const onnx::NodeProto& n, const std::vector<std::string>& acts, const std::string& why);
   void eltwise(const onnx::NodeProto& n, const std::vector<std::string>& acts, bool roofline_only = false);
@@ -184,6 +186,8 @@ class Importer {
 
   // ---- operators -----------------------------------------------------------------------------------
   void conv(const onnx::NodeProto& n, const std::vector<std::string>& acts);
+  std::string tokens(const onnx::NodeProto& n, const std::string& x);
+  void untokens(const onnx::NodeProto& n, const std::string& from, const std::string& output, const Shape& out);
   void gemm(const onnx::NodeProto& n, const std::vector<std::string>& acts, bool matmul);
   void batchnorm(const onnx::NodeProto& n, const std::vector<std::string>& acts);
   void pool(const onnx::NodeProto& n, const std::vector<std::string>& acts);

@@ -120,8 +120,14 @@ void Importer::prepare_inputs() {
   std::set<std::string> inits;
   for (const auto& t : graph->initializer()) inits.insert(t.name());
   onnx::ValueInfoProto* input = nullptr;
+  // The dynamo exporter, given the same tensor as token ids and labels, reads the ids from the labels
+  // input and only the shape of the first: then the input the embedding reads is the data input.
+  std::string ids;
+  for (const auto& v : graph->input())
+    if (!inits.count(v.name()) && ids.empty() && embeds(v.name())) ids = v.name();
   for (auto& v : *graph->mutable_input()) {
     if (inits.count(v.name())) continue;
+    if (!ids.empty() && v.name() != ids && side_input(v)) continue;
     if (input && side_input(v)) continue;
     if (input) fail("graph inputs '" + input->name() + "' and '" + v.name() + "': dtsim models take exactly one input tensor (the images)");
     input = &v;
@@ -171,6 +177,21 @@ bool Importer::side_input(onnx::ValueInfoProto& v) {
   shape->mutable_dim(0)->set_dim_value(opt_.batch);
   side_inputs_.insert(v.name());
   return true;
+}
+
+// Whether a graph input is read as token ids: by a Gather of a float initializer table, directly or
+// through views.
+bool Importer::embeds(const std::string& tensor) const {
+  static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Cast"};
+  std::set<std::string> inits, reach = {tensor};
+  for (const auto& t : model_.graph().initializer())
+    if (is_float_type(t.data_type())) inits.insert(t.name());
+  for (const auto& n : model_.graph().node()) {
+    if (n.input_size() < 1 || !default_domain(n)) continue;
+    if (n.op_type() == "Gather" && n.input_size() == 2 && reach.count(n.input(1)) && inits.count(n.input(0))) return true;
+    if (views.count(n.op_type()) && reach.count(n.input(0)) && n.output_size() == 1) reach.insert(n.output(0));
+  }
+  return false;
 }
 
 // Every node must be one libonnx knows and fit its schema (inputs, outputs, attributes) before

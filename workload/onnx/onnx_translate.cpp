@@ -48,21 +48,46 @@ void Importer::conv(const onnx::NodeProto& n, const std::vector<std::string>& ac
   add(n, l, {x}, n.output(0), out);
 }
 
+// An N x ... x C activation as a sequence of tokens of its last dimension (a View layer, no kernel):
+// the tensor it writes, an internal name no ONNX file uses.
+std::string Importer::tokens(const onnx::NodeProto& n, const std::string& x) {
+  const auto& d = dims(n, x);
+  const int64_t c = d.back();
+  Shape seq{c, per_sample(n, x).elements() / c, 1, false, true};
+  Layer v;
+  v.op = Op::View;
+  v.given_out = seq;
+  const std::string t = "\x01" + x + ":tokens";
+  if (!values_.count(t)) add(n, v, {x}, t, seq, ":tokens");
+  return t;
+}
+
+// Back from tokens to the node's output shape `out` (a View layer).
+void Importer::untokens(const onnx::NodeProto& n, const std::string& from, const std::string& output, const Shape& out) {
+  Layer v;
+  v.op = Op::View;
+  v.given_out = out;
+  add(n, v, {from}, output, out, ":view");
+}
+
 void Importer::gemm(const onnx::NodeProto& n, const std::vector<std::string>& acts, bool matmul) {
   const std::string& a = n.input(0);
   if (matmul && acts.size() == 2)
     return unsupported(n, acts, "MatMul of two activations is supported only inside attention (MatMul(q, k^T), scale, mask, Softmax, MatMul with v: one attention layer), which this one is not part of");
   if (acts.size() != 1 || !value(n, a).activation)
     return unsupported(n, acts, std::string(matmul ? "MatMul" : "Gemm") + " is supported as a linear layer: an activation times a weight initializer");
-  if (rank(n, a) != 2 && !(matmul && rank(n, a) == 3))
+  if (rank(n, a) != 2 && !(matmul && rank(n, a) >= 3))
     return unsupported(n, acts, std::string(matmul ? "MatMul" : "Gemm") + " on a rank-" + std::to_string(rank(n, a)) +
-                                    " input (only N x F vectors, and N x T x C sequences for MatMul, are supported)");
+                                    " input (only N x F vectors, and N x ... x C tensors for MatMul, are supported)");
   if (!matmul && attr_int(n, "transA", 0)) return unsupported(n, acts, "Gemm with transA=1 is not supported");
   const auto& w = dims(n, n.input(1));
   if (w.size() != 2) fail_at(n, "weight '" + n.input(1) + "' " + dims_str(w) + " must be a matrix");
   bool trans_b = !matmul && attr_int(n, "transB", 0);
   int64_t in_f = trans_b ? w[1] : w[0], out_f = trans_b ? w[0] : w[1];
-  Shape x = per_sample(n, a);
+  // N x H x W x C (ConvNeXt's pointwise MLP on channels-last maps): a sequence of H*W tokens, by views.
+  const bool map = rank(n, a) > 3;
+  const std::string x_in = map ? tokens(n, a) : a;
+  Shape x = map ? expected_[value(n, x_in).layer] : per_sample(n, a);
   if (x.c != in_f) fail_at(n, "weight " + dims_str(w) + (trans_b ? " (transB)" : "") + " does not take " + std::to_string(x.c) + " input features");
   Layer l;
   l.op = Op::Linear;
@@ -77,7 +102,9 @@ void Importer::gemm(const onnx::NodeProto& n, const std::vector<std::string>& ac
     auto e = embedding_of_.find(t->second);
     if (e != embedding_of_.end()) l.tied_to = e->second;
   }
-  int idx = add(n, l, {a}, n.output(0), per_sample(n, n.output(0)));
+  const Shape out = per_sample(n, n.output(0));
+  int idx = add(n, l, {x_in}, map ? "\x01" + n.output(0) + ":linear" : n.output(0), map ? Shape{out_f, x.h, 1, false, true} : out);
+  if (map) untokens(n, "\x01" + n.output(0) + ":linear", n.output(0), out);
   if (matmul) bias_free_linear_[n.output(0)] = idx;
 }
 
@@ -488,9 +515,14 @@ void Importer::layernorm(const onnx::NodeProto& n, const std::vector<std::string
   if (acts.size() != 1 || acts[0] != x) return unsupported(n, acts, "LayerNormalization with a scale or bias computed from activations is not supported");
   int64_t r = static_cast<int64_t>(rank(n, x)), axis = attr_int(n, "axis", -1);
   if (axis < 0) axis += r;
-  if (axis != r - 1 || r < 2 || r > 3)
-    return unsupported(n, acts, "LayerNormalization is supported over the last dimension of N x T x C or N x F tensors (axis -1)");
+  if (axis != r - 1 || r < 2)
+    return unsupported(n, acts, "LayerNormalization is supported over the last dimension (axis -1): of N x T x C, N x F, or N x H x W x C after a permute");
   Shape in = per_sample(n, x);
+  // N x H x W x C (ConvNeXt's LayerNorm between permutes, over the channels): a sequence of H*W
+  // tokens of C features for the layernorm, by views in and out.
+  const std::string from = r > 3 ? tokens(n, x) : x;
+  const Shape given = in;
+  if (r > 3) in = expected_[value(n, from).layer];
   for (int i = 1; i < std::min(n.input_size(), 3); ++i) {
     if (n.input(i).empty()) continue;
     const auto& d = dims(n, n.input(i));
@@ -501,7 +533,13 @@ void Importer::layernorm(const onnx::NodeProto& n, const std::vector<std::string
   l.op = Op::LayerNorm;
   l.bias = n.input_size() > 2 && !n.input(2).empty();
   ++layernorms_;
-  add(n, l, {x}, n.output(0), in);
+  if (r <= 3) {
+    add(n, l, {x}, n.output(0), in);
+  } else {
+    const std::string normed = "\x01" + n.output(0) + ":normed";
+    add(n, l, {from}, normed, in);
+    untokens(n, normed, n.output(0), given);
+  }
   for (int o = 1; o < n.output_size(); ++o) values_[n.output(o)] = Value{false, -1};  // mean, inverse standard deviation
 }
 
@@ -534,13 +572,15 @@ void Importer::fused(const onnx::NodeProto& n) {
 // The loss as the graph computes it: cross_entropy(logits, labels) of a training step exported whole
 // (SoftmaxCrossEntropyLoss, whose labels are a side input). One softmax cross-entropy on the logits.
 void Importer::loss(const onnx::NodeProto& n, const std::vector<std::string>& acts) {
-  if (acts.size() != 1 || acts[0] != n.input(0)) return unsupported(n, acts, "SoftmaxCrossEntropyLoss is supported on logits computed from the input and labels that are not");
+  // (Labels computed from the token ids, as an export given the ids as labels writes them, are read
+  // for their values only: the loss's one input is the logits.)
+  if (acts.empty() || acts[0] != n.input(0)) return unsupported(n, acts, "SoftmaxCrossEntropyLoss is supported on logits computed from the input");
   if (n.output_size() > 1 && !n.output(1).empty() && consumers_[n.output(1)]) return unsupported(n, acts, "SoftmaxCrossEntropyLoss's log_prob output is not supported");
   Shape x = per_sample(n, acts[0]);
   if (!x.vector && !x.seq) return unsupported(n, acts, "SoftmaxCrossEntropyLoss is supported on class scores (N x classes, or N x T x classes)");
   Layer l;
   l.op = Op::SoftmaxCrossEntropy;
-  add(n, l, acts, n.output(0), Shape{1, 1, 1, true});
+  add(n, l, {acts[0]}, n.output(0), Shape{1, 1, 1, true});
   loss_ = true;
 }
 
