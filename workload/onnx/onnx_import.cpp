@@ -270,6 +270,9 @@ void Importer::check_shapes() {
 }
 
 void Importer::add_notes() {
+  if (rotary_ > 0)
+    g_.notes.push_back(path_ + ": " + std::to_string(rotary_) + " rotary position embeddings (x * cos + rotate_half(x) * sin on q and k) are part of their attention layers" +
+                       "; their elementwise kernels are not priced apart");
   const std::string reexport = "re-export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)";
   if (inference_bns_ > 0)
     g_.notes.push_back(path_ + ": an eval-mode export: " + std::to_string(inference_bns_) + " of " + std::to_string(batchnorms_) +

@@ -218,6 +218,7 @@ class Importer {
   enum class Mask { Causal, None, Padding, Other, Unknown };
   Mask mask_kind(const std::string& mask, bool where, bool keep_true) const;
   bool grid_comparison(const onnx::NodeProto& p) const;
+  std::string rotary_source(const onnx::NodeProto& add, std::vector<const onnx::NodeProto*>& nodes) const;
   const onnx::NodeProto* attention_scores(const onnx::NodeProto& s, std::vector<const onnx::NodeProto*>& nodes, Fused& f);
   const onnx::NodeProto* attention_values(const onnx::NodeProto& s, std::vector<const onnx::NodeProto*>& nodes, Fused& f);
   void find_attention(const onnx::NodeProto& s);
@@ -279,6 +280,7 @@ class Importer {
   std::string inference_bn_;
   bool loss_ = false;
   bool padding_mask_noted_ = false;
+  mutable int rotary_ = 0;  // rotary embeddings absorbed into attention layers (recognise())
   bool token_input_ = false;  // the input is N x T int64 token ids
   Graph g_;
   std::vector<Shape> expected_;      // per layer: the output shape ONNX inferred

@@ -171,9 +171,16 @@ void Importer::partial_attention(const onnx::NodeProto& n, const std::string& wh
 // (Reshape, Transpose, Split, Slice, Gather, Squeeze, Unsqueeze) and a constant scale, to the tensor
 // they start from: a projection's N x T x C output.
 std::string Importer::heads_source(std::string t, std::vector<const onnx::NodeProto*>& nodes) const {
-  static const std::set<std::string> layout = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Split", "Slice", "Gather", "Identity", "Cast", "Flatten", "Mul", "Div", "Concat"};
+  static const std::set<std::string> layout = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Split", "Slice", "Gather", "Identity", "Cast", "Flatten", "Mul", "Div", "Concat",
+                                                "Expand"};
   for (;;) {
     const onnx::NodeProto* p = producer(t);
+    if (p && p->op_type() == "Add") {  // rotary embeddings on q or k: through to the heads they rotate
+      std::string x = rotary_source(*p, nodes);
+      if (x.empty()) return t;
+      t = x;
+      continue;
+    }
     if (!p || !layout.count(p->op_type())) return t;
     auto ins = dynamic_inputs(*p);
     if (p->op_type() == "Concat" && p->input_size() != 1) return t;  // cat([x]): a past key/value cache left empty
@@ -182,6 +189,31 @@ std::string Importer::heads_source(std::string t, std::vector<const onnx::NodePr
     nodes.push_back(p);
     t = ins[0];
   }
+}
+
+// Rotary position embeddings as HuggingFace writes them (rotate_half): x * cos + cat(-x2, x1) * sin,
+// x1 and x2 the halves of x's last axis, cos and sin static. Returns x (its nodes appended to
+// `nodes`, to be absorbed into the attention), or "" when `add` is not that.
+std::string Importer::rotary_source(const onnx::NodeProto& add, std::vector<const onnx::NodeProto*>& nodes) const {
+  if (dynamic_inputs(add).size() != 2 || add.input_size() != 2) return "";
+  auto op = [&](const std::string& t, const char* type) {
+    const onnx::NodeProto* p = producer(t);
+    return p && p->op_type() == type ? p : nullptr;
+  };
+  for (int k = 0; k < 2; ++k) {
+    const onnx::NodeProto *m1 = op(add.input(k), "Mul"), *m2 = op(add.input(1 - k), "Mul");
+    if (!m1 || !m2 || dynamic_inputs(*m1).size() != 1 || dynamic_inputs(*m2).size() != 1) continue;
+    const std::string x = dynamic_inputs(*m1)[0];
+    const onnx::NodeProto* cat = op(dynamic_inputs(*m2)[0], "Concat");
+    if (!cat || cat->input_size() != 2) continue;
+    const onnx::NodeProto *neg = op(cat->input(0), "Neg"), *x1 = op(cat->input(1), "Slice");
+    const onnx::NodeProto* x2 = neg ? op(neg->input(0), "Slice") : nullptr;
+    if (!x1 || !x2 || x1->input(0) != x || x2->input(0) != x) continue;
+    for (const auto* p : {&add, m1, m2, cat, neg, x1, x2}) nodes.push_back(p);
+    ++rotary_;
+    return x;
+  }
+  return "";
 }
 
 // A comparison of two index vectors along different axes (positions [.., T, 1] against [.., 1, T]):
@@ -329,8 +361,11 @@ void Importer::find_attention(const onnx::NodeProto& s) {
   bool fused_qkv = q == k && k == v;
   if (!fused_qkv && (q == k || k == v || q == v)) partial_attention(*qk, "q, k and v come from " + q + ", " + k + " and " + v + ": one fused projection or three are supported");
   int64_t tokens = qs->h, width = fused_qkv ? qs->c / 3 : qs->c, head_dim = hd->back();
+  // Grouped-query attention: k and v of fewer heads (repeated to q's by Expand and Reshape).
+  auto kvs = sample(k);
   for (const auto& t : {k, v})
-    if (!(sample(t) == qs)) partial_attention(*pv, "k or v '" + t + "' is not an N x T x C tensor like q's " + dims_str(*qd));
+    if (!fused_qkv && !(sample(t) == qs) && !(kvs && sample(t) == kvs && kvs->seq && kvs->h == qs->h && kvs->c < qs->c && qs->c % kvs->c == 0))
+      partial_attention(*pv, "k or v '" + t + "' is not an N x T x C tensor like q's " + dims_str(*qd) + " (or one of fewer heads, grouped-query attention)");
   if (head_dim <= 0 || width % head_dim) partial_attention(*qk, "heads of " + std::to_string(head_dim) + " do not divide the width " + std::to_string(width));
   f.heads = width / head_dim;
   auto qb = qd ? batch_axis(q, *qd) : std::nullopt;
