@@ -238,19 +238,22 @@ Importer::Mask Importer::mask_kind(const std::string& mask, bool where, bool kee
     // Ranges): causal too. A mask computed from an attention-mask input and nothing of the kind is
     // its padding, taken as none (the input's values are not known; unpadded sequences).
     static const std::set<std::string> compare = {"LessOrEqual", "Less", "GreaterOrEqual", "Greater"};
+    // One computed from shapes and constants alone, with neither, keeps every position (HF ViT's).
     std::vector<std::string> stack = {mask};
-    bool side = false;
+    bool side = false, stored = false;
     while (!stack.empty()) {
       std::string s = stack.back();
       stack.pop_back();
-      if (!seen.insert(s).second) continue;
+      if (s.empty() || !seen.insert(s).second) continue;
       side |= side_inputs_.count(s) > 0;
+      stored |= initializers_.count(s) && !known_.count(s);
       const onnx::NodeProto* p = producer(s);
+      if (!p && !side_inputs_.count(s) && !initializers_.count(s) && !known_.count(s)) stored = true;  // not from a node
       if (!p || shape_op(*p) || per_sample_tensor(s)) continue;  // not back into the activations
       if (p->op_type() == "Trilu" || (compare.count(p->op_type()) && grid_comparison(*p))) return Mask::Causal;
       for (const auto& in : p->input()) stack.push_back(in);
     }
-    return side ? Mask::Padding : Mask::Unknown;
+    return side ? Mask::Padding : stored ? Mask::Unknown : Mask::None;
   }
   const auto& d = k->second.dims;
   int64_t tq = d[d.size() - 2], tk = d.back();
