@@ -2,6 +2,7 @@
 """Checks the library's shape (docs/design.md, "Layers"):
 
 - no function longer than --max-function-lines (80), signature to closing brace;
+- no library file longer than --max-file-lines (900);
 - no library folder holding more than --max-folder-share (30%) of the library's lines.
 
     scripts/check_layout.py [--list N]     exit 1 and one line per breach; --list prints the N longest
@@ -88,6 +89,7 @@ def functions(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--max-function-lines", type=int, default=80)
+    ap.add_argument("--max-file-lines", type=int, default=900)
     ap.add_argument("--max-folder-share", type=float, default=0.30)
     ap.add_argument("--list", type=int, default=0, help="print the N longest functions")
     args = ap.parse_args()
@@ -97,6 +99,9 @@ def main():
         files = sorted(p for p in (ROOT / folder).rglob("*") if p.suffix in (".cpp", ".hpp"))
         lines[folder] = sum(p.read_text().count("\n") for p in files)
         for p in files:
+            n = p.read_text().count("\n")
+            if n > args.max_file_lines:
+                breaches.append(f"{p.relative_to(ROOT)} is {n} lines, more than {args.max_file_lines}")
             for name, start, count in functions(p):
                 all_functions.append((count, f"{p.relative_to(ROOT)}:{start}", name))
     total = sum(lines.values())

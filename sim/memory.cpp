@@ -103,6 +103,7 @@ bool place_output(const Graph& g, int i, double out_bytes, Allocations& a) {
   bool alias = false;
   switch (l.op) {
     case Op::Flatten:
+    case Op::View:        // an imported model's reshapes: views, no kernel (workload/kernels.cpp)
     case Op::ToSequence:  // reshape and permute: views of the image
     case Op::Select:      // x[:, index]: a view that keeps the whole sequence alive where it is saved
       alias = true;
@@ -187,6 +188,7 @@ double saved_by_layer(const Graph& g, int i, bool alias, double n, Precision p, 
     case Op::Add:
     case Op::Concat:
     case Op::Flatten:
+    case Op::View:
       break;  // backward needs only shapes
     default:
       // Operators this count does not know in detail keep their inputs, the safe guess.

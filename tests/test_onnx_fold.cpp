@@ -188,3 +188,35 @@ TEST_CASE("onnx_fold: initializers are read from typed fields and raw data, and 
   big.add_dims(3);
   CHECK_FALSE(dtsim::onnx_fold::read_tensor(big));  // weights: more than 4096 elements
 }
+
+TEST_CASE("onnx_fold: Transpose of a small tensor, by perm or reversing the axes (F.pad's pads reordered)") {
+  Eval e;
+  // torch.nn.functional.pad(x, (0, 1, 0, 2)) pads as [[0, 1], [0, 2], ...] reversed; ONNX wants the
+  // begins, then the ends: a Reshape to pairs, a Transpose, a Reshape back.
+  e.values["a"] = i64({0, 1, 0, 2, 0, 0}, {3, 2});
+  Known t = e.value("Transpose", {"a"});  // no perm: the axes reversed
+  CHECK(t.dims == std::vector<int64_t>{2, 3});
+  CHECK(t.values == std::vector<double>{0, 0, 0, 1, 2, 0});
+  // A rank-3 perm.
+  onnx::NodeProto n;
+  n.set_op_type("Transpose");
+  n.add_input("b");
+  n.add_output("y");
+  auto* perm = n.add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  for (int64_t p : {2, 0, 1}) perm->add_ints(p);
+  const Known b = i64({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 3, 2});
+  dtsim::onnx_fold::Lookup lookup{[&](const std::string& x) -> const Known* { return x == "b" ? &b : nullptr; },
+                                  [](const std::string&) -> const std::vector<int64_t>* { return nullptr; }, 17};
+  auto r = dtsim::onnx_fold::evaluate(n, lookup);
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].dims == std::vector<int64_t>{2, 2, 3});
+  // y[k][i][j] = b[i][j][k]
+  CHECK(r.outputs[0].values == std::vector<double>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11});
+  // Not a permutation: no value, and why.
+  perm->set_ints(1, 2);
+  auto bad = dtsim::onnx_fold::evaluate(n, lookup);
+  CHECK(bad.outputs.empty());
+  CHECK(bad.why_not.find("permutation") != std::string::npos);
+}

@@ -232,7 +232,9 @@ Shape attention_output(const LayerCheck& check) {
   if (in.size() != 1 && in.size() != 3) check.fail("attention takes one fused qkv input or three inputs q, k, v");
   for (const auto& s : in) {
     if (!s.seq) check.fail("attention needs sequences (tokens x features), got " + s.str());
-    if (!(s == x)) check.fail("q, k and v differ in shape: " + x.str() + " and " + s.str());
+    // Grouped-query attention: k and v alike, of q's tokens and fewer heads (a width dividing q's).
+    const bool grouped = in.size() == 3 && s.h == x.h && s == in.back() && s.c < x.c && x.c % s.c == 0;
+    if (!(s == x) && !grouped) check.fail("q, k and v differ in shape: " + x.str() + " and " + s.str());
   }
   if (in.size() == 1 && x.c % 3 != 0) check.fail("a fused qkv input must have 3 x C features, got " + std::to_string(x.c));
   const int64_t width = l.attention_width();

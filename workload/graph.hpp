@@ -20,7 +20,7 @@ enum class Op {
   Dropout,
   Flatten,
   SoftmaxCrossEntropy,
-  // Imported models (workload/onnx/onnx_import.cpp) also use:
+  // Imported models (workload/onnx/) also use:
   Mul,      // elementwise product of two inputs; one may be a C x 1 x 1 gate (squeeze-and-excitation)
   View,     // reshape, slice, split, squeeze: a view of (part of) its input, no kernel
   Eltwise,  // an operator costed by the bytes it moves: transpose, softmax, an operator dtsim doesn't know

@@ -236,12 +236,12 @@ static bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 static bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos || ends_with(s, ".json") || ends_with(s, ".onnx");
+  return s.find('/') != std::string::npos || ends_with(s, ".json") || ends_with(s, ".onnx") || ends_with(s, ".onnx.gz");
 }
 
 std::vector<std::string> zoo_models() { return config_presets("models"); }
 
-bool is_onnx_path(const std::string& name_or_path) { return ends_with(name_or_path, ".onnx"); }
+bool is_onnx_path(const std::string& name_or_path) { return ends_with(name_or_path, ".onnx") || ends_with(name_or_path, ".onnx.gz"); }
 
 Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options) {
   if (options.seq_len < 0) throw InputError("--seq-len", "must be in [1, " + std::to_string(kMaxDim) + "], got " + std::to_string(options.seq_len));

@@ -28,7 +28,7 @@ struct ModelLoadOptions {
   int64_t seq_len = 0;
 };
 
-// A zoo name (configs/models/NAME.json), a path to a .json file, or a path to a .onnx file.
+// A zoo name (configs/models/NAME.json), a path to a .json file, or a path to a .onnx (or .onnx.gz) file.
 Graph load_model(const std::string& name_or_path, const ModelLoadOptions& options = {});
 
 // Whether load_model reads `name_or_path` as an ONNX file (whose graph depends on ModelLoadOptions).

@@ -464,6 +464,36 @@ Known tile(const Eval& e) {
   return pick(x, keep);
 }
 
+// Transpose by perm (default: the axes reversed): torch.nn.functional.pad's pads, reordered from
+// PyTorch's last-axis-first pairs into ONNX's begins-then-ends through a Reshape and a Transpose.
+Known transpose(const Eval& e) {
+  const Known& x = e.input(0);
+  const size_t r = x.dims.size();
+  std::vector<int64_t> perm = e.attr_ints("perm");
+  if (perm.empty())
+    for (size_t k = 0; k < r; ++k) perm.push_back(static_cast<int64_t>(r - 1 - k));
+  std::vector<bool> used(r, false);
+  if (perm.size() != r) refuse("has a perm of " + std::to_string(perm.size()) + " axes for a rank-" + std::to_string(r) + " tensor");
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(r) || used[p]) refuse("has a perm that is not a permutation of the axes");
+    used[p] = true;
+  }
+  Known y{{}, {}, x.type};
+  for (int64_t p : perm) y.dims.push_back(x.dims[p]);
+  const int64_t n = elements(y.dims);
+  std::vector<int64_t> stride(r, 1);
+  for (size_t k = r; k-- > 1;) stride[k - 1] = stride[k] * x.dims[k];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, from = 0;
+    for (size_t k = r; k-- > 0;) {
+      from += (rest % y.dims[k]) * stride[perm[k]];
+      rest /= y.dims[k];
+    }
+    y.values.push_back(x.values[static_cast<size_t>(from)]);
+  }
+  return y;
+}
+
 // Expand broadcasts both ways: [N, 8, 1, 1] expanded to [1, 1, 8, 8] is [N, 8, 8, 8].
 Known expand(const Eval& e) {
   const Known& x = e.input(0);
@@ -503,7 +533,7 @@ const std::map<std::string, OpFn>& ops() {
         {"Constant", constant}, {"Shape", shape},       {"Size", size},         {"Gather", gather}, {"Unsqueeze", unsqueeze},
         {"Squeeze", squeeze},   {"Concat", concat},     {"Reshape", reshape},   {"Slice", slice},   {"Tile", tile},
         {"Expand", expand},     {"Cast", cast},         {"Where", where},       {"Range", range},   {"ConstantOfShape", constant_of_shape},
-        {"Mod", mod},
+        {"Mod", mod},           {"Transpose", transpose},
     };
     for (const auto& [op, f] : kArithmetic) t[op] = arithmetic;
     for (const auto& [op, f] : kCompare) t[op] = compare;

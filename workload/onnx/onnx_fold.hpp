@@ -1,5 +1,5 @@
 #pragma once
-// Constant evaluation for the ONNX importer (onnx_import.cpp, the one file that includes this): the
+// Constant evaluation for the ONNX importer (onnx_importer.hpp and its parts include this): the
 // values of the small tensors a model computes its shapes from. torch.onnx.export writes
 // x.view(x.size(0), groups, -1, h, w) as Shape -> Gather -> Unsqueeze -> Concat -> Reshape, with Div,
 // Mul, Cast, Slice on the way; nn.Upsample's sizes and expand_as's shape come the same way. The

@@ -5,8 +5,8 @@
 // (docs/onnx-import.md lists them). Only the graph and the initializers' dimensions are read:
 // weights may be stored outside the file, or not at all.
 //
-// libonnx and protobuf stay inside workload/onnx/ (onnx_import.cpp and the constant evaluation it
-// uses, onnx_fold.*): this header is all that other code sees.
+// libonnx and protobuf stay inside workload/onnx/ (the importer in parts, onnx_importer.hpp, and the
+// constant evaluation it uses, onnx_fold.*): this header is all that other code sees.
 #include <string>
 #include <vector>
 
