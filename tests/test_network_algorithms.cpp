@@ -83,7 +83,7 @@ TEST_CASE("network: textbook formulas at a power of two inside a node") {
   CHECK(make_collective_algorithm("recursive-doubling")->time_s(CollectiveOp::AllReduce, n, w, c) == Approx(t.base_s + lg * (a + n * b + n * g)));
   CHECK(make_collective_algorithm("rabenseifner")->time_s(CollectiveOp::AllReduce, n, w, c) ==
         Approx(t.base_s + 2 * lg * a + 2.0 * (p - 1) / p * n * b + double(p - 1) / p * n * g));
-  CHECK(make_collective_algorithm("tree")->time_s(CollectiveOp::AllReduce, n, w, c) == Approx(t.base_s + 2 * lg * a + n * b + n * g));
+  CHECK(make_collective_algorithm("tree")->time_s(CollectiveOp::AllReduce, n, w, c) == Approx(t.base_s + 2 * lg * a + 2 * n * b + n * g));
   CHECK(make_collective_algorithm("recursive-doubling")->time_s(CollectiveOp::AllGather, n, w, c) ==
         Approx(t.base_s + lg * a + double(p - 1) / p * n * b));
 }
