@@ -530,6 +530,13 @@ Json nccl_tuning_json(const NcclTuning& t) {
   j["cost_correction"] = {{"latency", per_proto(t.cost_latency_scale, 1.0)}, {"bandwidth", per_proto(t.cost_bandwidth_scale, 1.0)}};
   j["op_bandwidth"] = Json::object();
   for (CollectiveOp op : all_collective_ops()) j["op_bandwidth"][collective_op_name(op)] = round_sig(t.op_bandwidth[static_cast<int>(op)]);
+  j["nvls"] = {{"enabled", t.nvls.enabled}, {"efficiency", round_sig(t.nvls.efficiency)}, {"channels", t.nvls.channels},
+               {"latency_s", round_sig(t.nvls.latency_s)}, {"net_latency_s", round_sig(t.nvls.net_latency_s)},
+               {"tree_max_per_channel_GBps", Json::array({round_sig(std::max(t.nvls.tree_max_per_channel_Bps[0], 1e6) / 1e9),
+                                                          round_sig(t.nvls.tree_max_per_channel_Bps[1] / 1e9),
+                                                          round_sig(t.nvls.tree_max_per_channel_Bps[2] / 1e9)})}};
+  j["pat"] = {{"enabled", t.pat.enabled}, {"bandwidth_factor", round_sig(t.pat.bandwidth_factor)}, {"base_latency_s", round_sig(t.pat.base_latency_s)},
+              {"per_rank_latency_s", round_sig(t.pat.per_rank_latency_s)}, {"net_latency_divisor", round_sig(t.pat.net_latency_divisor)}};
   if (!t.calibration.is_null()) j["calibration"] = t.calibration;
   return j;
 }

@@ -79,8 +79,11 @@ TEST_CASE("collective floors: every algorithm and preset stays above its bandwid
   std::ostringstream first;
   for (const auto& preset : cluster_presets()) {
     const ClusterSpec base = load_cluster(preset);
+    // NVLS as the file says, and on where the node has an NVSwitch (NCCL's default there).
+    for (int nvls = 0; nvls < (base.intra.kind == "nvswitch" ? 2 : 1); ++nvls)
     for (int gpn : {1, 2, 4, base.gpus_per_node}) {
       ClusterSpec c = base;
+      if (nvls) c.collectives.nccl.nvls.enabled = true;
       c.gpus_per_node = gpn;
       c.nodes = (4096 + gpn - 1) / gpn;
       for (const auto& name : collective_algorithm_names()) {
@@ -100,7 +103,7 @@ TEST_CASE("collective floors: every algorithm and preset stays above its bandwid
               else if (n != 3e6 && !(e.time_s >= prev * (1 - 1e-12))) bad = "less than for fewer bytes " + std::to_string(prev);
               if (n != 3e6) prev = e.time_s;
               if (!bad.empty() && failed++ == 0)
-                first << preset << " gpus_per_node " << gpn << " " << name << " (" << e.algo << " " << e.protocol << ") "
+                first << preset << (nvls ? " (nvls on)" : "") << " gpus_per_node " << gpn << " " << name << " (" << e.algo << " " << e.protocol << ") "
                       << collective_op_name(op) << " p " << p << " n " << n << ": " << e.time_s << " s " << bad;
             }
           }

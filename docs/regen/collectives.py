@@ -34,6 +34,7 @@ def public_collectives(ctx):
                 continue
             algo = pc.ALGO.get(src.get("env", {}).get("NCCL_ALGO", "").upper(), "auto")
             cmd = ["dtsim", "collective", "--cluster", pc.cluster_for(src, tmp), "--gpus", src["gpus"], "--op", src["op"], "--algo", algo,
+                   "--nvls", "on" if src.get("nvls") else "off",
                    "--bytes", ",".join(str(int(r["bytes"])) for r in rows), "--format", "json"]
             pred = {int(p["bytes"]): p for p in json.loads(ctx.run(cmd))}
             errs = [pred[int(r["bytes"])]["time_s"] / (r["time_us"] * 1e-6) - 1 for r in rows]

@@ -3,8 +3,9 @@
 
 For every row of every source at 64 MiB and more, runs `dtsim collective` on the source's preset with
 that source's GPUs per node, NICs per node and line rate (a copy of the preset with those three
-fields changed, in a temporary directory) and its NCCL_ALGO (RING: --algo nccl-ring, TREE:
-nccl-tree, else auto), and prints each row's error (predicted / measured - 1) and the median and
+fields changed, in a temporary directory), its NCCL_ALGO (RING: --algo nccl-ring, TREE:
+nccl-tree, else auto) and whether NVLS could run (the source's `nvls`: NCCL's default on NVSwitch
+nodes unless NCCL_NVLS_ENABLE=0), and prints each row's error (predicted / measured - 1) and the median and
 maximum |error| of the healthy rows, fitted and held out apart. Python 3 standard library only.
 
     python3 validation/scripts/public_collectives.py [--dtsim build/dtsim] [--json]
@@ -47,7 +48,7 @@ def cluster_for(src, tmp):
 def predict(dtsim, cluster, src, sizes):
     algo = ALGO.get(src.get("env", {}).get("NCCL_ALGO", "").upper(), "auto")
     cmd = [dtsim, "collective", "--cluster", cluster, "--gpus", str(src["gpus"]), "--op", src["op"],
-           "--algo", algo, "--bytes", ",".join(str(int(n)) for n in sizes), "--format", "json"]
+           "--algo", algo, "--nvls", "on" if src.get("nvls") else "off", "--bytes", ",".join(str(int(n)) for n in sizes), "--format", "json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return {int(r["bytes"]): r for r in json.loads(out)}
 
