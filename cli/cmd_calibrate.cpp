@@ -85,6 +85,7 @@ class CalibrateCommand : public Command {
          ", max " + pct(r.max_abs_error_before) + ")\n";
     if (!r.held_back.empty()) s += "held back: " + r.held_back + "\n";
     if (!r.at_ceiling.empty()) s += "at ceiling: " + r.at_ceiling + "\n";
+    for (const auto& u : r.unpinned) s += "not pinned: " + u + "\n";
     if (out_.empty()) s += "(no --out: the calibrated cluster was not written)\n";
     return s;
   }
@@ -104,6 +105,7 @@ class CalibrateCommand : public Command {
               {"nccl", nccl_tuning_json(r.tuning)}};
     if (!r.held_back.empty()) j["held_back"] = r.held_back;
     if (!r.at_ceiling.empty()) j["at_ceiling"] = r.at_ceiling;
+    if (!r.unpinned.empty()) j["not_pinned"] = r.unpinned;
     if (!out_.empty()) j["out"] = out_;
     return dump(j);
   }

@@ -19,6 +19,8 @@ class CollectiveCommand : public Command {
     std::string names;
     for (const auto& n : collective_algorithm_names()) names += (names.empty() ? "" : ", ") + n;
     c->add_option("--algo", algo_, "Algorithm: " + names + " (auto: NCCL's choice of ring/tree and LL/LL128/Simple)")->capture_default_str();
+    c->add_option("--nvls", nvls_, "NVLink SHARP on NVSwitch nodes: on or off (default: the cluster file's collectives.nccl.nvls.enabled)")
+        ->check(CLI::IsMember({"on", "off"}));
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
     // predict's hardware what-ifs, through the same flags and checks; only those a collective sees.
@@ -31,6 +33,7 @@ class CollectiveCommand : public Command {
     cluster_nodes_.apply(c);
     const WhatIf w = whatif_.single();
     c = apply_what_if(c, w);
+    if (!nvls_.empty()) c.collectives.nccl.nvls.enabled = nvls_ == "on";
     CollectiveOp op = parse_collective_op(op_);
     auto algo = make_collective_algorithm(algo_);
     Placement where = place(c, gpus_);
@@ -56,7 +59,7 @@ class CollectiveCommand : public Command {
   }
 
  private:
-  std::string op_ = "allreduce", bytes_, cluster_ = "h100-sxm", algo_ = "auto", format_ = "table", out_;
+  std::string op_ = "allreduce", bytes_, cluster_ = "h100-sxm", algo_ = "auto", format_ = "table", out_, nvls_;
   int64_t gpus_ = 2;
   ClusterNodesFlag cluster_nodes_;
   WhatIfFlags whatif_;

@@ -22,7 +22,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from regen import engine  # noqa: E402
-from regen import accuracy, layers, models, plan, readme, scaling, strategies  # noqa: E402,F401  (they register their generators)
+from regen import accuracy, collectives, layers, models, plan, readme, scaling, strategies  # noqa: E402,F401  (they register their generators)
 
 
 def main():

@@ -30,6 +30,10 @@ struct Knob {
   double start;  // unconstrained coordinate of the cluster's value
   std::function<void(NcclTuning&, const NcclTuning& base, double)> apply;
   bool grid = false;  // moves where protocols switch: searched on a grid, the loss has steps in it
+  // The coordinate's range: the fit never leaves it, so that every fitted constant is one the cluster
+  // format accepts (its parser's ranges); set by knobs_for.
+  double lo = -INFINITY, hi = INFINITY;
+  std::string measure;  // what to measure to pin the constant down, for the report
 };
 
 double logit(double p) { return std::log(p / (1 - p)); }
@@ -37,6 +41,31 @@ double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 // Shares live in (0, 1): fit them through a logistic so that no step leaves the range; a share
 // that starts at 1 starts just below it.
 double share_start(double v) { return logit(std::clamp(v, 1e-3, 0.995)); }
+
+// The ranges of the cluster format (network/impl/nccl/tuning.cpp): a factor (cost corrections,
+// op_bandwidth) in [1e-3, 1e3], fitted as its log; a share (link efficiency, a bandwidth share) in
+// [1e-3, 1), fitted through a logistic; the table latency scales on their grid of 1/8x..8x.
+constexpr double kMinFactor = 1e-3, kMaxFactor = 1e3;
+void bound_knob(Knob& k) {
+  const bool share = k.name.rfind("link_efficiency.", 0) == 0;
+  if (k.grid) k.lo = -3 * std::log(2.0), k.hi = 3 * std::log(2.0);
+  else if (share) k.lo = logit(kMinFactor), k.hi = INFINITY;
+  else k.lo = std::max(k.lo, std::log(kMinFactor)), k.hi = std::min(k.hi, std::log(kMaxFactor));
+}
+
+// What to measure so that the data pins a constant down.
+std::string what_pins(const std::string& name) {
+  auto ends = [&](const std::string& tail) { return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0; };
+  for (int p = 0; p < kNcclProtos; ++p) {
+    const std::string proto = nccl_proto_name(p);
+    if (ends(" " + proto) || ends("." + proto))
+      return "sizes where NCCL runs " + proto + " (NCCL_PROTO=" + proto + " runs, or more sizes around where it switches protocol)";
+  }
+  if (name == "network latency scale") return "small messages (4 B..64 KiB) across nodes";
+  if (name.rfind("link_efficiency.", 0) == 0) return "large messages (64 MiB and more) over that link";
+  if (name.rfind("op_bandwidth.", 0) == 0) return "that collective at large messages (64 MiB and more)";
+  return "more sizes";
+}
 
 std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw, const NcclTuning& base) {
   bool intra = false, inter = false, one_gpu_per_node = true;
@@ -71,10 +100,16 @@ std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw,
                    [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_bandwidth_scale[p] = std::exp(x); }});
   }
   if (inter) {
-    k.push_back({"network latency scale", 0.0, [](NcclTuning& t, const NcclTuning& b, double x) {
+    // No hop may pass the format's 1 s.
+    double longest = 0;
+    for (const auto& a : base.hop_latency_s[kHwNet])
+      for (double v : a) longest = std::max(longest, v);
+    k.push_back({"network latency scale", 0.0,
+                 [](NcclTuning& t, const NcclTuning& b, double x) {
                    for (int a = 0; a < kNcclAlgos; ++a)
                      for (int p = 0; p < kNcclProtos; ++p) t.hop_latency_s[kHwNet][a][p] = b.hop_latency_s[kHwNet][a][p] * std::exp(x);
-                 }});
+                 },
+                 false, -INFINITY, longest > 0 ? -std::log(longest) : INFINITY});
     k.push_back({"link_efficiency.net", share_start(base.link_efficiency[kHwNet]),
                  [](NcclTuning& t, const NcclTuning&, double x) { t.link_efficiency[kHwNet] = sigmoid(x); }});
     // Where every GPU is a node of its own (NCCL on sockets between a host's GPUs, single-GPU
@@ -91,7 +126,7 @@ std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw,
                      [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_latency_scale[p] = std::exp(x); }});
       for (int p : {kNcclLL, kNcclLL128})
         k.push_back({std::string("cost_correction.bandwidth.") + nccl_proto_name(p), share_start(base.cost_bandwidth_scale[p]),
-                     [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_bandwidth_scale[p] = sigmoid(x); }});
+                     [p](NcclTuning& t, const NcclTuning&, double x) { t.cost_bandwidth_scale[p] = sigmoid(x); }, false, logit(kMinFactor)});
     }
   }
   // Collectives drive the links unequally well: all-reduce (or the first collective measured)
@@ -101,6 +136,12 @@ std::vector<Knob> knobs_for(const std::vector<MeasuredPoint>& pts, int intra_hw,
     if (op != anchor)
       k.push_back({std::string("op_bandwidth.") + collective_op_name(static_cast<CollectiveOp>(op)), std::log(base.op_bandwidth[op]),
                    [op](NcclTuning& t, const NcclTuning&, double x) { t.op_bandwidth[op] = std::exp(x); }});
+  for (Knob& x : k) {
+    if (x.lo == logit(kMinFactor)) x.hi = INFINITY;  // a share: the logistic keeps it below 1
+    else bound_knob(x);
+    x.start = std::clamp(x.start, x.lo, x.hi);
+    x.measure = what_pins(x.name);
+  }
   return k;
 }
 
@@ -212,7 +253,7 @@ class Calibration {
 
   // One fit of every knob and the channel count, from the cluster's values; the stored (rounded)
   // constants it gives.
-  NcclTuning fit(double guard) const {
+  NcclTuning fit(double guard, std::vector<double>* x_out = nullptr) const {
     double best_loss = INFINITY;
     std::vector<double> best_x = start_;
     int best_channels = base_.channels;
@@ -221,9 +262,33 @@ class Calibration {
       std::vector<double> x = fit_at(ch, guard, l);
       if (l < best_loss) best_loss = l, best_x = x, best_channels = ch;
     }
+    if (x_out) *x_out = best_x;
     // Keep the stored constants readable (4 significant digits) and report the model as stored:
     // read back through the cluster parser, as any user of the file will.
     return parse_nccl_tuning(nccl_tuning_json(build(best_x, best_channels)), "calibration", "$");
+  }
+
+  // The constants the data cannot pin down at the fit `x`: those the fit ran to the end of their range
+  // (the data would move them further), and those no measured point depends on (the loss is flat
+  // when they double or halve). Each line names the constant, where it ended, and what to measure.
+  std::vector<std::string> unpinned(const std::vector<double>& x, const NcclTuning& stored) const {
+    std::vector<std::string> notes;
+    const double at = loss(stored, 0);
+    for (size_t i = 0; i < knobs_.size(); ++i) {
+      const Knob& k = knobs_[i];
+      const bool low = std::isfinite(k.lo) && x[i] <= k.lo + 1e-6, high = std::isfinite(k.hi) && x[i] >= k.hi - 1e-6;
+      bool flat = true;
+      for (double d : {-0.7, 0.7}) {
+        std::vector<double> y = x;
+        y[i] += d;
+        if (std::fabs(loss(build(y, stored.channels), 0) - at) > 1e-9 * (1 + at)) flat = false;
+      }
+      if (!low && !high && !flat) continue;
+      std::string why = flat ? "no measured point depends on it (the fit is the same at half or twice its value), so it stays where it was"
+                             : std::string("the fit ran it to the ") + (low ? "low" : "high") + " end of its range and would move it further";
+      notes.push_back(k.name + ": not pinned by the data: " + why + "; measure " + k.measure);
+    }
+    return notes;
   }
 
   // The points `t` makes worse than the cluster's constants did, by more than kWorseMargin.
@@ -307,7 +372,7 @@ class Calibration {
   NcclTuning build(const std::vector<double>& x, int channels) const {
     NcclTuning t = base_;
     t.channels = channels;
-    for (size_t i = 0; i < knobs_.size(); ++i) knobs_[i].apply(t, base_, x[i]);
+    for (size_t i = 0; i < knobs_.size(); ++i) knobs_[i].apply(t, base_, std::clamp(x[i], knobs_[i].lo, knobs_[i].hi));
     return t;
   }
 
@@ -403,19 +468,24 @@ CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoin
   // GPUs 24% slow at 1 GiB where the preset was within 2%. Such a fit is refitted with the guard, so
   // that calibration never makes a measured point worse than the cluster already was by more than
   // kWorseMargin.
-  NcclTuning tuning = cal.fit(0);
+  std::vector<double> x;
+  NcclTuning tuning = cal.fit(0, &x);
   std::string held_back;
+  bool kept = false;
   if (std::vector<size_t> worse = cal.made_worse(tuning); !worse.empty()) {
     held_back = cal.held_back_note(tuning, worse);
-    tuning = cal.fit(kGuardWeight);
+    tuning = cal.fit(kGuardWeight, &x);
     if (!cal.made_worse(tuning).empty()) {
+      kept = true;
       // The guard is a penalty, not a wall: should the refit still overstep, keep the cluster's
       // constants, which the data cannot improve without harm.
       tuning = cal.base();
       held_back += "; no fit did, so the cluster's constants are kept";
     }
   }
-  return cal.result(tuning, held_back);
+  CalibrationResult r = cal.result(tuning, held_back);
+  if (!kept) r.unpinned = cal.unpinned(x, tuning);
+  return r;
 }
 
 Json nccl_tuning_json(const NcclTuning& t) {
@@ -460,6 +530,13 @@ Json nccl_tuning_json(const NcclTuning& t) {
   j["cost_correction"] = {{"latency", per_proto(t.cost_latency_scale, 1.0)}, {"bandwidth", per_proto(t.cost_bandwidth_scale, 1.0)}};
   j["op_bandwidth"] = Json::object();
   for (CollectiveOp op : all_collective_ops()) j["op_bandwidth"][collective_op_name(op)] = round_sig(t.op_bandwidth[static_cast<int>(op)]);
+  j["nvls"] = {{"enabled", t.nvls.enabled}, {"efficiency", round_sig(t.nvls.efficiency)}, {"channels", t.nvls.channels},
+               {"latency_s", round_sig(t.nvls.latency_s)}, {"net_latency_s", round_sig(t.nvls.net_latency_s)},
+               {"tree_max_per_channel_GBps", Json::array({round_sig(std::max(t.nvls.tree_max_per_channel_Bps[0], 1e6) / 1e9),
+                                                          round_sig(t.nvls.tree_max_per_channel_Bps[1] / 1e9),
+                                                          round_sig(t.nvls.tree_max_per_channel_Bps[2] / 1e9)})}};
+  j["pat"] = {{"enabled", t.pat.enabled}, {"bandwidth_factor", round_sig(t.pat.bandwidth_factor)}, {"base_latency_s", round_sig(t.pat.base_latency_s)},
+              {"per_rank_latency_s", round_sig(t.pat.per_rank_latency_s)}, {"net_latency_divisor", round_sig(t.pat.net_latency_divisor)}};
   if (!t.calibration.is_null()) j["calibration"] = t.calibration;
   return j;
 }
@@ -477,6 +554,7 @@ Json calibrated_cluster_json(const Json& cluster_doc, const CalibrationResult& r
   rec["median_abs_error"] = round_sig(r.median_abs_error, 3);
   rec["max_abs_error"] = round_sig(r.max_abs_error, 3);
   if (!r.at_ceiling.empty()) rec["at_ceiling"] = r.at_ceiling;
+  if (!r.unpinned.empty()) rec["not_pinned"] = r.unpinned;
   std::map<std::tuple<std::string, int, int>, Json> groups;
   for (const auto& p : r.points) {
     Json& g = groups[{collective_op_name(p.measured.op), p.measured.gpus, p.measured.nodes}];

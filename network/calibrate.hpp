@@ -31,13 +31,18 @@ struct CalibrationResult {
   // measurements moved about as much as the cluster's stated link allows, so the stated rate, not the
   // data, capped the fit (a 100 Gb/s nominal NIC under a network that moved 13 GB/s of bus bandwidth).
   std::string at_ceiling;
+  // The constants the data could not pin down, a line each: which, why (the fit ran it to the end of
+  // its range, or no point depends on it) and what to measure. Every fitted constant stays within
+  // the cluster format's range either way.
+  std::vector<std::string> unpinned;
 };
 
 // Fits what the points can identify: intra-node latencies, link efficiency, LL/LL128 bandwidth
 // and channels from single-node runs; network latencies and efficiency from multi-node runs.
 // Minimises the log error (relative error, as the targets are stated; squared up to 10%, linear
 // beyond, so that a size where NCCL runs a dearer protocol than the cheapest does not drag the rest)
-// with Nelder-Mead, and does no harm: should that fit leave any point more than 2 points of
+// with Nelder-Mead within each constant's range in the cluster format (a step beyond it is held at
+// its end), and does no harm: should that fit leave any point more than 2 points of
 // |relative error| worse than the cluster's constants do, it is refitted with a penalty on such
 // points (held_back says so).
 CalibrationResult calibrate(const ClusterSpec& c, const std::vector<MeasuredPoint>& points);

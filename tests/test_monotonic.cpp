@@ -19,6 +19,7 @@
 #include "sim/whatif.hpp"
 #include "network/cluster.hpp"
 #include "network/collective.hpp"
+#include "network/topology.hpp"
 
 using namespace dtsim;
 
@@ -145,13 +146,21 @@ TEST_CASE("monotonic: more GPUs never make a collective of the same buffer cheap
           int prev_p = 1;
           for (int p : counts) {
             const double t = algo->time_s(op, n, place(c, p), c);
-            if (t < prev * (1 - kNoise)) {
+            // MPICH's recursive schedules fold the ranks beyond a power of two into their neighbours
+            // first (one more step each way), so 3 ranks take longer than 4: there a count is held
+            // only to the power of two below it, and the powers of two to each other.
+            const bool folds = name == "recursive-doubling" || name == "rabenseifner" || name == "mpi";
+            const bool held_below = folds && (p & (p - 1));
+            const int ref_p = held_below ? 1 << floor_log2(p) : prev_p;
+            const double ref = held_below ? algo->time_s(op, n, place(c, ref_p), c) : prev;
+            if (t < ref * (1 - kNoise)) {
               ++failed;
               std::ostringstream what;
-              what << collective_op_name(op) << " bytes=" << n << " p " << prev_p << " -> " << p << ": " << prev << " s -> " << t << " s";
+              what << collective_op_name(op) << " bytes=" << n << " p " << ref_p << " -> " << p << ": " << ref << " s -> " << t << " s";
               auto& [count, example] = breaks[c.name + " " + name];
               if (count++ == 0) example = what.str();
             }
+            if (held_below) continue;
             prev = t;
             prev_p = p;
           }

@@ -83,7 +83,7 @@ TEST_CASE("network: textbook formulas at a power of two inside a node") {
   CHECK(make_collective_algorithm("recursive-doubling")->time_s(CollectiveOp::AllReduce, n, w, c) == Approx(t.base_s + lg * (a + n * b + n * g)));
   CHECK(make_collective_algorithm("rabenseifner")->time_s(CollectiveOp::AllReduce, n, w, c) ==
         Approx(t.base_s + 2 * lg * a + 2.0 * (p - 1) / p * n * b + double(p - 1) / p * n * g));
-  CHECK(make_collective_algorithm("tree")->time_s(CollectiveOp::AllReduce, n, w, c) == Approx(t.base_s + 2 * lg * a + n * b + n * g));
+  CHECK(make_collective_algorithm("tree")->time_s(CollectiveOp::AllReduce, n, w, c) == Approx(t.base_s + 2 * lg * a + 2 * n * b + n * g));
   CHECK(make_collective_algorithm("recursive-doubling")->time_s(CollectiveOp::AllGather, n, w, c) ==
         Approx(t.base_s + lg * a + double(p - 1) / p * n * b));
 }
@@ -190,4 +190,35 @@ TEST_CASE("network: cluster files reject bad collectives.nccl fields") {
   Json bare = good;
   bare["collectives"] = {{"base_latency_s", 8.4e-6}};
   CHECK(parse_cluster(bare, "c.json").collectives.nccl.channels == default_nccl_tuning().channels);
+}
+
+TEST_CASE("network: NVLS and NVLSTree run where the cluster enables them, PAT with one GPU per node") {
+  ClusterSpec c = h100();
+  auto a = make_collective_algorithm("auto");
+  // The preset keeps NVLS off (its measured runs disabled it): a large all-reduce on one node is a ring.
+  REQUIRE_FALSE(c.collectives.nccl.nvls.enabled);
+  const double n = 8.0 * (1 << 30);
+  const CollectiveEstimate off = a->estimate(CollectiveOp::AllReduce, n, place(c, 8), c);
+  CHECK(off.algo != "nvls");
+  ClusterSpec on = c;
+  on.collectives.nccl.nvls.enabled = true;
+  const CollectiveEstimate one = a->estimate(CollectiveOp::AllReduce, n, place(on, 8), on);
+  CHECK(one.algo == "nvls");
+  CHECK(one.time_s < off.time_s);
+  // NCCL's maintainer: ~480 GB/s of bus bandwidth on 8 H100s with NVLS (the preset's efficiency is fitted to it).
+  CHECK(n / one.time_s * bus_bandwidth_factor(CollectiveOp::AllReduce, 8) == Approx(480e9).epsilon(0.05));
+  // Two nodes: NVLSTree beats the network's ring (each node sends half its reduced buffer to the other).
+  const CollectiveEstimate two = a->estimate(CollectiveOp::AllReduce, n, place(on, 16), on);
+  CHECK(two.algo == "nvlstree");
+  const double ring_busbw = n / make_collective_algorithm("nccl-ring")->time_s(CollectiveOp::AllReduce, n, place(on, 16), on) *
+                            bus_bandwidth_factor(CollectiveOp::AllReduce, 16);
+  CHECK(n / two.time_s * bus_bandwidth_factor(CollectiveOp::AllReduce, 16) > 1.15 * ring_busbw);
+  // nccl-ring and nccl-tree stay what they say.
+  CHECK(make_collective_algorithm("nccl-ring")->estimate(CollectiveOp::AllReduce, n, place(on, 8), on).algo == "ring");
+  // PAT: all-gather over many single-GPU nodes at a mid size, where the ring pays N network steps.
+  ClusterSpec single = c;
+  single.gpus_per_node = 1;
+  single.nodes = 1024;
+  CHECK(a->estimate(CollectiveOp::AllGather, 16 << 20, place(single, 512), single).algo == "pat");
+  CHECK(a->estimate(CollectiveOp::AllGather, 16 << 20, place(c, 512), c).algo == "ring");
 }

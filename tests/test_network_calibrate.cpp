@@ -176,3 +176,28 @@ TEST_CASE("calibrate: the CLI writes a cluster that loads, and refuses bad input
   CHECK(all.find(meas + ": $.rows[0].time_s") != std::string::npos);
   for (const auto& f : {meas, out, log}) fs::remove(f);
 }
+
+TEST_CASE("calibrate: on healthy socket logs every fitted constant stays inside its range, and what the data cannot pin is named") {
+  // Two socket logs (2 and 4 emulated nodes, 7 sizes each) on which the fit once ran a latency
+  // correction to 2444, beyond the format's [0.001, 1000], and then refused its own answer.
+  const ClusterSpec c = load_cluster("h100-sxm");
+  std::vector<MeasuredPoint> pts;
+  for (const char* f : {"allreduce_2gpu.json", "allreduce_4gpu.json"}) {
+    MeasuredSet s = read_measured(std::string(DTSIM_TEST_DATA) + "/calibrate_sockets/" + f, std::nullopt, std::nullopt);
+    for (auto& p : s.points) p.nodes = p.gpus;  // --gpus-per-node 1
+    pts.insert(pts.end(), s.points.begin(), s.points.end());
+  }
+  REQUIRE(pts.size() == 14);
+  const CalibrationResult r = calibrate(c, pts);
+  // The stored constants read back through the cluster parser (which enforces every range).
+  CHECK_NOTHROW(parse_nccl_tuning(nccl_tuning_json(r.tuning), "calibration", "$"));
+  for (int p = 0; p < kNcclProtos; ++p) {
+    CHECK(r.tuning.cost_latency_scale[p] >= 1e-3);
+    CHECK(r.tuning.cost_latency_scale[p] <= 1e3);
+    CHECK(r.tuning.cost_bandwidth_scale[p] >= 1e-3);
+  }
+  // The fit improves on the preset (which knows nothing of sockets) and says what it could not pin.
+  CHECK(r.median_abs_error < r.median_abs_error_before);
+  REQUIRE_FALSE(r.unpinned.empty());
+  for (const auto& u : r.unpinned) CHECK(u.find("measure ") != std::string::npos);
+}

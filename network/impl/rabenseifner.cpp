@@ -6,14 +6,18 @@ namespace dtsim {
 
 double rabenseifner_time(CollectiveOp op, double bytes, const AlphaBeta& t) {
   if (t.ranks <= 1 || bytes <= 0) return 0;
-  const double rs = recursive_rounds_time(t, true, rounds_bytes_halved, bytes);
-  const double ag = recursive_rounds_time(t, false, rounds_bytes_halved, bytes);
+  // Ranks beyond a power of two fold into their neighbours first (recursive_doubling.hpp).
+  const FoldedRanks f = fold_ranks(t);
+  const double rs = recursive_rounds_time(f.core, true, rounds_bytes_halved, bytes);
+  const double ag = recursive_rounds_time(f.core, false, rounds_bytes_halved, bytes);
+  const double whole_in = fold_step_s(f, bytes, true), whole_out = fold_step_s(f, bytes, false);
+  const double piece = bytes / t.ranks;
   switch (op) {
-    case CollectiveOp::AllReduce: return t.base_s + rs + ag;
-    case CollectiveOp::ReduceScatter: return t.base_s + rs;
-    case CollectiveOp::AllGather: return t.base_s + ag;
-    case CollectiveOp::Broadcast: return t.base_s + 2 * ag;
-    case CollectiveOp::Reduce: return t.base_s + rs + ag;
+    case CollectiveOp::AllReduce: return t.base_s + whole_in + rs + ag + whole_out;
+    case CollectiveOp::ReduceScatter: return t.base_s + whole_in + rs + fold_step_s(f, piece, false);
+    case CollectiveOp::AllGather: return t.base_s + fold_step_s(f, piece, false) + ag + whole_out;
+    case CollectiveOp::Broadcast: return t.base_s + 2 * ag + whole_out;
+    case CollectiveOp::Reduce: return t.base_s + whole_in + rs + ag;
   }
   return 0;
 }

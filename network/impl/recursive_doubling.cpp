@@ -26,12 +26,36 @@ double rounds_bytes_halved(int k, double n, int p) {
   return n * (1.0 / (1 << (rounds - 1)) - 1.0 / p);
 }
 
+FoldedRanks fold_ranks(const AlphaBeta& t) {
+  FoldedRanks f;
+  f.core = t;
+  const int core = 1 << floor_log2(t.ranks);
+  f.extra = t.ranks - core;
+  if (f.extra == 0) return f;
+  f.core.ranks = core;
+  // The ranks that stay, per node: rounds at distance >= this many of them cross the network.
+  f.core.local = 1 << floor_log2(std::max<int>(1, static_cast<int>(static_cast<long long>(t.local) * core / t.ranks)));
+  return f;
+}
+
+double fold_step_s(const FoldedRanks& f, double bytes, bool reduce) {
+  if (f.extra == 0 || bytes <= 0) return 0;
+  const AlphaBeta& t = f.core;
+  return t.alpha(1) + bytes * t.beta(1) + (reduce ? bytes * t.gamma_s_per_byte : 0);
+}
+
 double recursive_doubling_time(CollectiveOp op, double bytes, const AlphaBeta& t) {
   if (t.ranks <= 1 || bytes <= 0) return 0;
+  const FoldedRanks f = fold_ranks(t);
+  const AlphaBeta& c = f.core;
+  const double piece = bytes / t.ranks;
   switch (op) {
-    case CollectiveOp::AllReduce: return t.base_s + recursive_rounds_time(t, true, rounds_bytes_whole, bytes);
-    case CollectiveOp::AllGather: return t.base_s + recursive_rounds_time(t, false, rounds_bytes_gathered, bytes);
-    case CollectiveOp::ReduceScatter: return t.base_s + recursive_rounds_time(t, true, rounds_bytes_halved, bytes);
+    case CollectiveOp::AllReduce:
+      return t.base_s + fold_step_s(f, bytes, true) + recursive_rounds_time(c, true, rounds_bytes_whole, bytes) + fold_step_s(f, bytes, false);
+    case CollectiveOp::AllGather:
+      return t.base_s + fold_step_s(f, piece, false) + recursive_rounds_time(c, false, rounds_bytes_gathered, bytes) + fold_step_s(f, bytes, false);
+    case CollectiveOp::ReduceScatter:
+      return t.base_s + fold_step_s(f, bytes, true) + recursive_rounds_time(c, true, rounds_bytes_halved, bytes) + fold_step_s(f, piece, false);
     case CollectiveOp::Broadcast: return t.base_s + recursive_rounds_time(t, false, rounds_bytes_whole, bytes);
     case CollectiveOp::Reduce: return t.base_s + recursive_rounds_time(t, true, rounds_bytes_whole, bytes);
   }

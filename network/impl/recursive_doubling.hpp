@@ -20,6 +20,18 @@ class RecursiveDoublingAlgorithm : public CollectiveAlgorithm {
 
 double recursive_doubling_time(CollectiveOp op, double bytes, const AlphaBeta& t);
 
+// MPICH on a number of ranks that is no power of two: r = p - 2^floor(lg p) ranks first hand their
+// data to a neighbour (one step at distance 1), the 2^floor(lg p) ranks that remain run the rounds,
+// and the r get their result back in one more step. `core` prices the remaining ranks' rounds
+// (fewer ranks per node); extra is r (0: nothing folded).
+struct FoldedRanks {
+  AlphaBeta core;
+  int extra = 0;
+};
+FoldedRanks fold_ranks(const AlphaBeta& t);
+// One fold step of `bytes` at distance 1 (reduced on arrival when `reduce`); 0 where nothing folds.
+double fold_step_s(const FoldedRanks& f, double bytes, bool reduce);
+
 // Shared pieces of the recursive algorithms: one exchange per round k at distance 2^k, carrying
 // bytes_of(k) (and reducing them when `reduce`).
 double recursive_rounds_time(const AlphaBeta& t, bool reduce, double (*bytes_of)(int k, double n, int p), double n);

@@ -10,7 +10,8 @@ CollectiveEstimate DoubleBinaryTreeAlgorithm::estimate(CollectiveOp op, double b
   const double move = bytes * t.beta_ring_s_per_byte, reduce = bytes * t.gamma_s_per_byte;
   double s = t.base_s;
   switch (op) {
-    case CollectiveOp::AllReduce: s += 2 * depth + move + reduce; break;
+    // Two passes (reduce up, broadcast down), each of which moves the whole buffer through a link.
+    case CollectiveOp::AllReduce: s += 2 * depth + 2 * move + reduce; break;
     case CollectiveOp::Broadcast: s += depth + move; break;
     case CollectiveOp::Reduce: s += depth + move + reduce; break;
     default: break;

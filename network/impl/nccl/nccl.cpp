@@ -17,6 +17,7 @@ NcclJob nccl_job(const Placement& p, const ClusterSpec& c) {
   j.intra_bandwidth_Bps = c.intra.bandwidth_Bps;
   // NCCL pairs GPUs with nearby NICs: a node with fewer GPUs than NICs uses one NIC per GPU.
   j.node_net_bandwidth_Bps = std::min(c.inter.nics_per_node, j.local) * c.inter.nic_bandwidth_Bps / c.inter.oversubscription;
+  j.nvswitch = c.intra.kind == "nvswitch";
   return j;
 }
 
@@ -132,20 +133,68 @@ CollectiveEstimate nccl_estimate(CollectiveOp op, double bytes, const NcclJob& j
       const double s = nccl_cost_s(op, bytes, j, t, a, p);
       if (s >= 0 && (ba < 0 || s < best)) best = s, ba = a, bp = p;
     }
-  if (ba < 0) return {-1, "none", "", 0};
-  return {best, nccl_algo_name(ba), nccl_proto_name(bp), static_cast<int>(std::ceil(channels_used(bytes, j, t, ba, bp)))};
+  CollectiveEstimate e{best, ba < 0 ? "none" : nccl_algo_name(ba), ba < 0 ? "" : nccl_proto_name(bp),
+                       ba < 0 ? 0 : static_cast<int>(std::ceil(channels_used(bytes, j, t, ba, bp)))};
+  if (ba < 0) e.time_s = -1;
+  for (int bit : {kNcclNvlsBit, kNcclPatBit}) {
+    if (!(algos & bit)) continue;
+    const CollectiveEstimate o = bit == kNcclNvlsBit ? nccl_nvls_estimate(op, bytes, j, t) : nccl_pat_estimate(op, bytes, j, t);
+    if (o.time_s >= 0 && (e.time_s < 0 || o.time_s < e.time_s)) e = o;
+  }
+  return e;
+}
+
+// NCCL's model of NVLS (tuning.cc): a bus bandwidth per channel of the NVLink rate x the NVLS
+// efficiency x (channels - 1) / channels, doubled for an all-reduce (reduction and broadcast are
+// pipelined through the switch); across nodes (NVLSTree) at most the network's rate, doubled on two
+// nodes (each node sends half to the other), and NVLSTree's per-channel ceiling. Algorithm
+// bandwidth is bus bandwidth x p / (2 (p - 1)), as for a ring; it never exceeds what a GPU's link
+// can carry once each way, nor what a node's NICs can (2 (N-1)/N of the buffer leaves each node).
+CollectiveEstimate nccl_nvls_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t) {
+  const NcclSwitchReduction& v = t.nvls;
+  if (!v.enabled || !j.nvswitch || op != CollectiveOp::AllReduce || j.local < 2 || j.ranks < 2 || bytes <= 0) return {-1, "none", "", 0};
+  const double ch = v.channels;
+  const double link = j.intra_bandwidth_Bps * t.link_efficiency[kHwNvlink];
+  double bus = 2 * link * v.efficiency * (ch - 1) / ch;
+  double lat = v.latency_s;
+  double algbw_cap = link;
+  if (j.nodes > 1) {
+    const double net = j.node_net_bandwidth_Bps * t.link_efficiency[kHwNet];
+    const int size = j.nodes == 2 ? 1 : 2;
+    bus = std::min({bus, net * (j.nodes <= 2 ? 2 : 1), ch * v.tree_max_per_channel_Bps[size]});
+    lat += 2 * floor_log2(j.nodes) * v.net_latency_s;
+    algbw_cap = std::min(algbw_cap, net * j.nodes / (2.0 * (j.nodes - 1)));
+  }
+  const double algbw = std::min(bus * j.ranks / (2.0 * (j.ranks - 1)), algbw_cap);
+  return {lat + bytes / algbw, j.nodes > 1 ? "nvlstree" : "nvls", "Simple", v.channels};
+}
+
+// NCCL's model of PAT (tuning.cc): a base latency, lg N network steps at a fraction of the hop
+// latency and a part linear in the ranks; three quarters of the ring's Simple bus bandwidth, taken
+// for the whole buffer. Only with one GPU per node.
+CollectiveEstimate nccl_pat_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t) {
+  const NcclPat& v = t.pat;
+  if (!v.enabled || (op != CollectiveOp::AllGather && op != CollectiveOp::ReduceScatter) || j.local != 1 || j.nodes < 2 || bytes <= 0 ||
+      !t.enabled[kNcclRing][kNcclSimple])
+    return {-1, "none", "", 0};
+  const double bus = bus_bandwidth_Bps(j, t, kNcclRing, kNcclSimple) * v.bandwidth_factor * t.cost_bandwidth_scale[kNcclSimple] *
+                     t.op_bandwidth[static_cast<int>(op)];
+  if (!(bus > 0)) return {-1, "none", "", 0};
+  const double lat = v.base_latency_s + floor_log2(j.nodes) * t.hop_latency_s[kHwNet][kNcclRing][kNcclSimple] / v.net_latency_divisor +
+                     j.ranks * v.per_rank_latency_s;
+  return {lat + bytes / bus, "pat", "Simple", t.channels};
 }
 
 CollectiveEstimate NcclAlgorithm::estimate(CollectiveOp op, double bytes, const Placement& p, const ClusterSpec& c) const {
   if (!supports(op)) unsupported(op);
   if (p.gpus <= 1 || bytes <= 0) return {0, choice_ == TreeOnly ? "tree" : "ring", "", 0};
-  const int algos = choice_ == Any ? 3 : choice_ == RingOnly ? 1 << kNcclRing : 1 << kNcclTree;
+  const int algos = choice_ == Any ? kNcclAllAlgos : choice_ == RingOnly ? 1 << kNcclRing : 1 << kNcclTree;
   CollectiveEstimate e = nccl_estimate(op, bytes, nccl_job(p, c), c.collectives.nccl, algos);
   if (e.time_s < 0) throw InputError("--algo", name() + ": the cluster's collectives.nccl.enabled leaves no protocol for " + collective_op_name(op));
   return e;
 }
 
-DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"auto", 0, "NCCL's own choice of algorithm (ring, tree) and protocol (LL, LL128, Simple) by its tuning tables (collectives.nccl)",
+DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"auto", 0, "NCCL's own choice of algorithm (ring, tree; NVLS and NVLSTree where collectives.nccl.nvls enables them; PAT) and protocol (LL, LL128, Simple) by its tuning tables (collectives.nccl)",
                                              []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::Any); }})
 DTSIM_REGISTER(CollectiveAlgorithmRegistry, {"nccl-ring", 1, "NCCL's ring only (NCCL_ALGO=Ring), the protocol NCCL's tables choose (collectives.nccl)",
                                              []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<NcclAlgorithm>(NcclAlgorithm::RingOnly); }})

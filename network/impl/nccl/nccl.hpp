@@ -16,8 +16,9 @@ namespace dtsim {
 // the one of least cost: NCCL's own rule (least latency + bytes / bandwidth) applied to the model's
 // cost, so that a faster link or a shorter latency never predicts a slower collective. (NCCL
 // chooses by its uncorrected tables; where those disagree with the measured costs the model takes
-// the cheaper pair.) Tables: collectives.nccl. NVLS and CollNet are not modelled (the validation
-// runs disable NVLS).
+// the cheaper pair.) Tables: collectives.nccl. NVLS and NVLSTree (collectives.nccl.nvls, off unless
+// the cluster enables it: the validation runs disable NVLS) and PAT join the choice under `auto`;
+// CollNet is not modelled.
 class NcclAlgorithm : public CollectiveAlgorithm {
  public:
   enum Choice { Any, RingOnly, TreeOnly };  // `auto`, and NCCL_ALGO=Ring / Tree for what-if studies
@@ -36,7 +37,17 @@ struct NcclJob {
   int intra_hw = kHwNvlink;          // NVLink/NVSwitch or PCIe inside a node
   double intra_bandwidth_Bps = 0;    // one GPU's intra-node link, one direction
   double node_net_bandwidth_Bps = 0; // the NICs a node's GPUs can use, after oversubscription
+  bool nvswitch = false;             // GPUs of a node on an NVSwitch (NVLS can reduce in the switch)
 };
+
+// Algorithms beyond ring and tree, as bits of nccl_estimate's `algos`: NVLS / NVLSTree (all-reduce on
+// NVSwitch nodes, where collectives.nccl.nvls enables it) and PAT (all-gather and reduce-scatter, one
+// GPU per node).
+constexpr int kNcclNvlsBit = 4, kNcclPatBit = 8, kNcclAllAlgos = 15;
+// NVLS (one node) or NVLSTree (across nodes) for an all-reduce of `bytes`; < 0 where it does not run.
+CollectiveEstimate nccl_nvls_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t);
+// PAT for an all-gather or reduce-scatter of `bytes`; < 0 where it does not run.
+CollectiveEstimate nccl_pat_estimate(CollectiveOp op, double bytes, const NcclJob& j, const NcclTuning& t);
 NcclJob nccl_job(const Placement& p, const ClusterSpec& c);
 
 // What one (algorithm, protocol) pair costs for `bytes`, with the channels the message gets; < 0

@@ -146,6 +146,30 @@ NcclTuning parse_nccl_tuning(JsonObject& n) {
   t.ring_simple_multinode_latency_factor = n.number_or("ring_simple_multinode_latency_factor", t.ring_simple_multinode_latency_factor, 1.0, 10.0);
   read_enabled(n, t);
   read_cost_corrections(n, t);
+  if (n.has("nvls")) {
+    JsonObject v = n.object("nvls");
+    t.nvls.enabled = v.boolean_or("enabled", t.nvls.enabled);
+    t.nvls.efficiency = share_or(v, "efficiency", t.nvls.efficiency);
+    t.nvls.channels = static_cast<int>(v.integer_or("channels", t.nvls.channels, 2, 256));
+    t.nvls.latency_s = v.number_or("latency_s", t.nvls.latency_s, 0.0, 1.0);
+    t.nvls.net_latency_s = v.number_or("net_latency_s", t.nvls.net_latency_s, 0.0, 1.0);
+    if (v.has("tree_max_per_channel_GBps")) {
+      NcclTuning::PerNodes m{};
+      per_nodes(v, "tree_max_per_channel_GBps", m);
+      t.nvls.tree_max_per_channel_Bps = m;
+    }
+    v.str_or("note", "");
+    v.reject_unknown();
+  }
+  if (n.has("pat")) {
+    JsonObject v = n.object("pat");
+    t.pat.enabled = v.boolean_or("enabled", t.pat.enabled);
+    t.pat.bandwidth_factor = share_or(v, "bandwidth_factor", t.pat.bandwidth_factor);
+    t.pat.base_latency_s = v.number_or("base_latency_s", t.pat.base_latency_s, 0.0, 1.0);
+    t.pat.per_rank_latency_s = v.number_or("per_rank_latency_s", t.pat.per_rank_latency_s, 0.0, 1.0);
+    t.pat.net_latency_divisor = v.number_or("net_latency_divisor", t.pat.net_latency_divisor, 1e-3, 1e3);
+    v.reject_unknown();
+  }
   if (n.has("calibration")) t.calibration = n.raw("calibration");
   n.str_or("note", "");
   n.reject_unknown();

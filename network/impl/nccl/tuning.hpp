@@ -18,6 +18,29 @@ enum NcclHw { kHwNvlink = 0, kHwPcie = 1, kHwNet = 2, kNcclHws = 3 };
 const char* nccl_algo_name(int a);   // "tree", "ring"
 const char* nccl_proto_name(int p);  // "LL", "LL128", "Simple"
 
+// NVLink SHARP (NVLS): the NVSwitch reduces in the switch, so an all-reduce on one node moves each
+// byte once each way; across nodes NVLSTree runs NVLS inside each node and a tree between them. NCCL
+// runs them on NVSwitch nodes of Hopper and later where the driver supports multicast
+// (NCCL_NVLS_ENABLE, on by default); off here unless the cluster file says so.
+struct NcclSwitchReduction {
+  bool enabled = false;
+  double efficiency = 0.85;      // share of the NVLink rate NVLS moves (tuning.cc nvlsEfficiency, Hopper)
+  int channels = 16;             // NVLS channels
+  double latency_s = 25e-6;      // per call inside the node (hwLatencies NVLink, NVLS / NVLSTree Simple)
+  double net_latency_s = 20.9e-6;  // per tree level across nodes (hwLatencies NET, NVLSTree Simple)
+  // NVLSTree's ceiling per channel by job size {1 node (unused), 2 nodes, more} (perChMaxNVLSTreeBws, Hopper).
+  std::array<double, 3> tree_max_per_channel_Bps{0, 57.7e9, 45.5e9};
+};
+// PAT (parallel aggregated trees) for all-gather and reduce-scatter with one GPU per node: a
+// logarithmic latency, three quarters of the ring's Simple bandwidth.
+struct NcclPat {
+  bool enabled = true;
+  double bandwidth_factor = 0.75;
+  double base_latency_s = 8e-6;
+  double per_rank_latency_s = 2.8e-6;  // the linear part NCCL's model keeps
+  double net_latency_divisor = 3.5;    // per lg N step: the network hop latency / this
+};
+
 struct NcclTuning {
   using PerProto = std::array<double, kNcclProtos>;
   using PerAlgoProto = std::array<PerProto, kNcclAlgos>;
@@ -48,6 +71,8 @@ struct NcclTuning {
   PerProto cost_latency_scale{1, 1, 1};
   PerProto cost_bandwidth_scale{1, 1, 1};
   std::array<double, 5> op_bandwidth{1, 1, 1, 1, 1};
+  NcclSwitchReduction nvls;
+  NcclPat pat;
   Json calibration;  // what `dtsim calibrate` recorded, carried along
 };
 NcclTuning default_nccl_tuning();
