@@ -735,7 +735,9 @@ LLAMA_SIZES = {
                   "intermediate_size 11008, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, "
                   "vocab_size 32000, max_position_embeddings 4096, tie_word_embeddings false; Touvron et al. 2023, "
                   "arXiv:2307.09288), " + HF),
-    "llama3_8b": (32, 4096, 32, 8, 14336, 128256, 8192,
+    # 2048 tokens by default, not max_position_embeddings' 8192: at 8192 the lm_head's 8192 x 4096 x
+    # 128256 multiply-accumulates per sequence pass dtsim's per-layer bound of 2^40 (workload/graph.cpp).
+    "llama3_8b": (32, 4096, 32, 8, 14336, 128256, 2048,
                   "transformers.LlamaForCausalLM (meta-llama/Meta-Llama-3-8B config.json: hidden_size 4096, "
                   "intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, "
                   "vocab_size 128256, max_position_embeddings 8192, rope_theta 500000, tie_word_embeddings false; "
@@ -749,7 +751,8 @@ def llama(name):
     rotation's elementwise kernels are not modelled), grouped-query attention where num_key_value_heads
     < num_attention_heads (k_proj and v_proj of kv_heads x 128 outputs), a SwiGLU MLP
     down_proj(silu(gate_proj(x)) * up_proj(x)), no biases, no dropout, an untied lm_head. The
-    default sequence is max_position_embeddings (--seq-len sets another).
+    default sequence is max_position_embeddings for Llama 2, 2048 for Llama 3 (LLAMA_SIZES says why);
+    --seq-len sets another.
     Parameters: embed_tokens V C; per layer q_proj C^2, k_proj and v_proj C x kvC each, o_proj C^2,
     gate, up and down 3 C F, two RMSNorm weights 2C; the final norm C; lm_head V C:
       Llama-2-7B: 131,072,000 + 32 x (67,108,864 + 135,266,304 + 8,192) + 4,096 + 131,072,000
@@ -872,13 +875,13 @@ ZOO = {
     # HuggingFace's counts of Llama-2-7b-hf and Meta-Llama-3-8B; the MACs estimate counts the
     # parameters the tokens meet (not the embedding table, a gather) and attention as if q, k, v were C wide.
     "llama2_7b": (lambda: llama("llama2_7b"), 6738415616, lm_gmacs(6738415616 - 131072000, 32, 4096, 4096)),
-    "llama3_8b": (lambda: llama("llama3_8b"), 8030261248, lm_gmacs(8030261248 - 525336576, 32, 8192, 4096)),
+    "llama3_8b": (lambda: llama("llama3_8b"), 8030261248, lm_gmacs(8030261248 - 525336576, 32, 2048, 4096)),
     "bert_base": (bert_base, 109514298, lm_gmacs(109514298, 12, 512, 768)),
 }
 
 # The logits before the loss: 1000 classes, or a language model's vocabulary per token.
 LOGITS = {"gpt2_small": ("seq", 1024, 50257), "gpt2_medium": ("seq", 1024, 50257), "gpt2_large": ("seq", 1024, 50257),
-          "gpt2_xl": ("seq", 1024, 50257), "llama2_7b": ("seq", 4096, 32000), "llama3_8b": ("seq", 8192, 128256),
+          "gpt2_xl": ("seq", 1024, 50257), "llama2_7b": ("seq", 4096, 32000), "llama3_8b": ("seq", 2048, 128256),
           "bert_base": ("seq", 512, 30522)}
 
 # feature map that must reach the classifier's pooling layer

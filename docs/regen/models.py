@@ -16,7 +16,7 @@ DEFINITIONS = [
     ("llama2_7b", "HuggingFace LlamaForCausalLM, meta-llama/Llama-2-7b-hf configuration: 32 x 4096, 32 heads, SwiGLU MLP 11008, "
      "RMSNorm (priced as a LayerNorm without bias), rotary positions (not priced), vocabulary 32000, untied lm_head", " at T = 4096"),
     ("llama3_8b", "the same module, meta-llama/Meta-Llama-3-8B configuration: 32 x 4096, 32 heads with 8 key/value heads "
-     "(grouped-query attention), SwiGLU MLP 14336, vocabulary 128256, untied lm_head", " at T = 8192"),
+     "(grouped-query attention), SwiGLU MLP 14336, vocabulary 128256, untied lm_head", " at T = 2048 (8192 exceeds dtsim's per-layer bound)"),
     ("bert_base", "HuggingFace BertForMaskedLM, bert-base-uncased configuration: 12 x 768, 12 heads, 3072 (GELU), post-LayerNorm, "
      "30522 words, 512 positions, 2 token types; masked-LM head with the decoder tied to the word embeddings", " at T = 512"),
 ]
