@@ -149,11 +149,14 @@ class Stepper {
     return strategy_.predict(ctx);
   }
 
-  // One micro-batch that does not end the step (gradient accumulation): the forward and backward on
-  // the compute stream, without the optimizer or communication, unless the strategy prices its own.
+  // One micro-batch that does not end the step (gradient accumulation): the forward and backward,
+  // without the optimizer or communication, as long as the GPU runs them or the host issues them
+  // (whichever is longer: a host-bound step's micro-batches are host-bound too), unless the strategy
+  // prices its own.
   double micro_step_s(const ClusterSpec& c, const StrategyOutcome* o) const {
     if (o && o->micro_step_s >= 0) return o->micro_step_s;
-    return before(c, cfg_.batch_per_gpu, false).timeline.backward_end_s;
+    const StepBeforeCollectives& s = before(c, cfg_.batch_per_gpu, false);
+    return std::max(s.stream.host_s, s.timeline.backward_end_s);
   }
   // The K - 1 micro-batches before the step's last one.
   double accumulation_s(const ClusterSpec& c, const StrategyOutcome* o) const {
