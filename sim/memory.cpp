@@ -291,6 +291,48 @@ Checkpointed checkpointed(const Graph& g, const SavedTensors& st, double n, Prec
   return c;
 }
 
+// The model's state as the layout holds it: weights, gradients and optimizer state (sharded or not),
+// the gathered units, a unit's unsharded gradients, the strategy's buffers.
+void hold_state(MemoryFit& m, double params, bool adam, const MemorySpec& spec, const MemoryLayout& layout) {
+  m.weights_bytes = params * 4 / layout.param_shards;
+  m.gradients_bytes = params * 4 / layout.grad_shards;
+  m.optimizer_bytes = params * (adam ? spec.adam_state_bytes_per_param : spec.optimizer_state_bytes_per_param) / layout.optimizer_shards;
+  m.gathered_bytes = layout.gathered_param_bytes;
+  m.unsharded_grad_bytes = layout.unsharded_grad_bytes;
+  m.comm_buffer_bytes = layout.comm_buffer_bytes;
+  m.sharded = layout.param_shards > 1 || layout.grad_shards > 1 || layout.optimizer_shards > 1 || layout.gathered_param_bytes > 0 ||
+              !layout.ddp_buckets;
+}
+
+// A convolution's cuDNN workspace in its backward; 0 for other layers.
+double conv_workspace_bytes(const Layer& l, double n, double ab, const MemorySpec& spec) {
+  if (l.op != Op::Conv2d) return 0;
+  const double operands = n * (l.in[0].elements() + l.out.elements()) * ab + static_cast<double>(l.params()) * ab;
+  return std::min(operands * spec.conv_workspace_operand_factor, spec.conv_workspace_max_bytes);
+}
+
+// The peak, what goes on top of it, and whether it fits.
+void finish_fit(MemoryFit& m, const MemorySpec& spec, const GpuSpec& gpu) {
+  m.peak_phase = m.backward_peak_bytes >= m.step_peak_bytes ? "backward" : "optimizer step";
+  m.allocated_peak_bytes = std::max(m.backward_peak_bytes, m.step_peak_bytes);
+  m.reserve_bytes = m.allocated_peak_bytes * spec.allocator_reserve_fraction;
+  m.context_bytes = spec.cuda_context_bytes;
+  m.device_bytes = m.allocated_peak_bytes + m.reserve_bytes + m.nccl_bytes + m.context_bytes;
+  m.capacity_bytes = gpu.memory_bytes;
+  m.fits = m.device_bytes <= m.capacity_bytes;
+  const std::pair<double, const char*> parts[] = {
+      {m.weights_bytes + m.weight_copies_bytes + m.gathered_bytes, "parameters"},
+      {m.gradients_bytes + m.unsharded_grad_bytes, "gradients"},
+      {m.optimizer_bytes, "optimizer state"},
+      {m.activations_bytes, "activations"},
+      {m.transient_bytes, "backward transient"},
+      {m.workspace_bytes, "workspace"},
+      {m.buckets_bytes + m.nccl_bytes + m.comm_buffer_bytes, "communication buffers"},
+      {m.context_bytes, "CUDA context"},
+      {m.input_bytes, "input data"}};
+  m.largest_part = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) { return a.first < b.first; })->second;
+}
+
 }  // namespace
 
 MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu, const MemorySpec& spec,
@@ -302,14 +344,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
   const double ab = is_16bit(p) ? 2 : 4;
   const double params = static_cast<double>(g.params());
   if (input_batches_held < 0) input_batches_held = spec.input_batches_held;
-  m.weights_bytes = params * 4 / layout.param_shards;
-  m.gradients_bytes = params * 4 / layout.grad_shards;
-  m.optimizer_bytes = params * (adam ? spec.adam_state_bytes_per_param : spec.optimizer_state_bytes_per_param) / layout.optimizer_shards;
-  m.gathered_bytes = layout.gathered_param_bytes;
-  m.unsharded_grad_bytes = layout.unsharded_grad_bytes;
-  m.comm_buffer_bytes = layout.comm_buffer_bytes;
-  m.sharded = layout.param_shards > 1 || layout.grad_shards > 1 || layout.optimizer_shards > 1 || layout.gathered_param_bytes > 0 ||
-              !layout.ddp_buckets;
+  hold_state(m, params, adam, spec, layout);
   const SavedTensors st = saved_tensors(g, batch, p);
   m.activations_bytes = st.total - st.input_bytes;  // the batch itself is counted as input data
   // Input data: FP32 samples and int64 labels, for every batch the training loop keeps on the GPU.
@@ -357,11 +392,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
     if (b >= 0 && i == ck.blocks[b].last) live_saved += ck.block_saved[b];  // recomputed
     if (!accumulating) grads += lp * 4 / layout.grad_shards;
     const double flow = backward_flow_bytes(l, n, p);
-    double ws = 0;
-    if (l.op == Op::Conv2d) {
-      double operands = n * (l.in[0].elements() + l.out.elements()) * ab + lp * ab;
-      ws = std::min(operands * spec.conv_workspace_operand_factor, spec.conv_workspace_max_bytes);
-    }
+    const double ws = conv_workspace_bytes(l, n, ab, spec);
     const double live = grads + live_saved + copies + flow + ws + held_output + m.gathered_bytes + m.unsharded_grad_bytes;
     if (live > peak) {
       peak = live;
@@ -381,18 +412,7 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
   m.output_held_bytes = held_output;
   m.workspace_bytes = largest_ws;
   m.backward_peak_bytes = base + peak;
-  m.peak_phase = m.backward_peak_bytes >= m.step_peak_bytes ? "backward" : "optimizer step";
-  m.allocated_peak_bytes = std::max(m.backward_peak_bytes, m.step_peak_bytes);
-  m.reserve_bytes = m.allocated_peak_bytes * spec.allocator_reserve_fraction;
-  m.context_bytes = spec.cuda_context_bytes;
-  m.device_bytes = m.allocated_peak_bytes + m.reserve_bytes + m.nccl_bytes + m.context_bytes;
-  m.capacity_bytes = gpu.memory_bytes;
-  m.fits = m.device_bytes <= m.capacity_bytes;
-  const std::pair<double, const char*> parts[] = {
-      {m.weights_bytes + m.weight_copies_bytes + m.gathered_bytes, "parameters"}, {m.gradients_bytes + m.unsharded_grad_bytes, "gradients"}, {m.optimizer_bytes, "optimizer state"},
-      {m.activations_bytes, "activations"},  {m.transient_bytes, "backward transient"},        {m.workspace_bytes, "workspace"},
-      {m.buckets_bytes + m.nccl_bytes + m.comm_buffer_bytes, "communication buffers"}, {m.context_bytes, "CUDA context"}, {m.input_bytes, "input data"}};
-  m.largest_part = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) { return a.first < b.first; })->second;
+  finish_fit(m, spec, gpu);
   return m;
 }
 

@@ -5,10 +5,11 @@ The commands run with --format json (full precision; the CSV has 6 significant d
 dp's strategy.comm_share out). Published figures and plain words are copied, not computed.
 """
 import json
+import os
 import re
 import statistics as st
 
-from .engine import block
+from .engine import ROOT, block
 from .runs import table
 
 
@@ -196,10 +197,8 @@ def llama_small_json():
     """validation/pytorch/user_models.py's hf_llama_small (LlamaConfig: 1024 wide, 16 layers, 16 heads, MLP 2816,
     vocabulary 32000, untied) as the zoo's Llama builder writes it, in a temporary file."""
     import importlib.util
-    import os
     import tempfile
-    spec = importlib.util.spec_from_file_location("gen_zoo", os.path.join(os.path.dirname(__file__), "..", "..", "configs", "models",
-                                                                          "gen_zoo.py"))
+    spec = importlib.util.spec_from_file_location("gen_zoo", os.path.join(ROOT, "configs", "models", "gen_zoo.py"))
     z = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(z)
     z.LLAMA_SIZES["hf_llama_small"] = (16, 1024, 16, 16, 2816, 32000, 1024, "validation/pytorch/user_models.py hf_llama_small")
@@ -217,7 +216,7 @@ def modes(ctx):
         base = {}
         for ckpt in (False, True):
             for k in (1, 4):
-                with open(f"{MODES}/{run_name}_1gpu_bf16_{'ckpt' if ckpt else 'plain'}_accum{k}.json") as f:
+                with open(os.path.join(ROOT, MODES, f"{run_name}_1gpu_bf16_{'ckpt' if ckpt else 'plain'}_accum{k}.json")) as f:
                     run = json.load(f)
                 extra = (["--activation-checkpointing"] if ckpt else []) + (["--grad-accum-steps", str(k)] if k > 1 else [])
                 p = dtsim(ctx, "predict", "--model", model, "--cluster", "h200-sxm", "--batch-per-gpu", batch, "--precision", "bf16",
