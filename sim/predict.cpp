@@ -63,7 +63,7 @@ IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const Tr
 }
 
 MemoryLayout training_memory_layout(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg) {
-  MemoryLayout m = make_strategy(cfg.strategy)->memory_layout(g, place(c, cfg.gpus), cfg.strategy_params);
+  MemoryLayout m = make_strategy(cfg.strategy)->memory_layout(g, place(c, cfg.gpus), cfg.strategy_params, cfg.grad_accum_steps);
   m.activation_checkpointing = cfg.mode.activation_checkpointing;
   m.grad_accum_steps = cfg.grad_accum_steps;
   return m;

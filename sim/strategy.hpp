@@ -98,10 +98,10 @@ class Strategy {
     return {};
   }
   virtual StrategyOutcome predict(const StrategyContext& ctx) const = 0;
-  // How it holds parameters, gradients and optimizer state on each GPU: DDP's replicas unless it
-  // shards them (sim/strategies/sharded.hpp).
-  virtual MemoryLayout memory_layout(const Graph& g, const Placement& where, const StrategyParams& params) const {
-    (void)g, (void)where, (void)params;
+  // How it holds parameters, gradients and optimizer state on each GPU, at `grad_accum_steps`
+  // micro-batches per step: DDP's replicas unless it shards them (sim/strategies/sharded.hpp).
+  virtual MemoryLayout memory_layout(const Graph& g, const Placement& where, const StrategyParams& params, int grad_accum_steps) const {
+    (void)g, (void)where, (void)params, (void)grad_accum_steps;
     return {};
   }
 };

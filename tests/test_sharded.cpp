@@ -233,3 +233,21 @@ TEST_CASE("sharded: dtsim predict says llama2_7b's DDP does not fit and its FSDP
     CHECK(study_test::lines(r.err) == 1);
   }
 }
+
+TEST_CASE("gradient accumulation: FSDP's no_sync holds unsharded gradients and reduces once, ZeRO-3 reduces every micro-batch") {
+  const Graph g = load_model("gpt2_medium");
+  const ClusterSpec c = load_cluster("h100-sxm");
+  auto cfg = [&](const char* s, int k) {
+    TrainingConfig t = config(16, 2, s);
+    t.grad_accum_steps = k;
+    return t;
+  };
+  const double grads = 4.0 * g.params();
+  CHECK(fit(g, c, cfg("fsdp", 4)).gradients_bytes == Approx(grads));
+  CHECK(fit(g, c, cfg("fsdp", 1)).gradients_bytes == Approx(grads / 16));
+  CHECK(fit(g, c, cfg("zero3", 4)).gradients_bytes == Approx(grads / 16));
+  const double rs = 15.0 / 16 * grads;
+  auto bytes = [&](const char* s, int k) { return predict(g, c, cfg(s, k)).strategy.comm_bytes; };
+  CHECK(bytes("zero3", 4) - bytes("fsdp", 4) == Approx(3 * rs));
+  CHECK(bytes("zero3", 1) == Approx(bytes("fsdp", 1)));
+}

@@ -24,7 +24,7 @@ std::string ShardedStrategy::trade_off() const {
   switch (kind_) {
     case Zero1: return "nothing in accuracy; the updated parameters all-gathered after each optimizer step, which nothing overlaps";
     case Zero2: return "nothing in accuracy; zero1's all-gather, and with gradient accumulation a reduce-scatter every micro-batch";
-    case Zero3: return "nothing in accuracy; 1.5x DDP's bytes, every unit's parameters gathered twice per micro-batch";
+    case Zero3: return "nothing in accuracy; 1.5x DDP's bytes, every unit's parameters gathered twice and its gradients reduced every micro-batch";
     default: return "nothing in accuracy; more bytes than DDP (1.5x with full sharding), each unit waiting for its parameters where the gathers outrun the compute";
   }
 }
@@ -202,7 +202,10 @@ StrategyOutcome ShardedStrategy::predict(const StrategyContext& ctx) const {
     for (const Unit& x : u.blocks) blocks.push_back(comm_of(x.param_bytes));
     const bool again = s != Shard::GradOp;  // full and hybrid gather each unit again for its backward
     const Pipeline step = run_units(u, root, blocks, again, true);
-    const Pipeline micro = run_units(u, root, blocks, again, false);
+    // A micro-batch before the step's last: FSDP's no_sync skips the reduce-scatter; ZeRO-3 reduces
+    // every micro-batch's gradients into its shard.
+    const bool reduce_every = kind_ == Zero3;
+    const Pipeline micro = run_units(u, root, blocks, again, reduce_every);
     const double overhead_s = one.backward_end_s - step.compute_s;  // host waits, launches outside the units
     o.step_s = step.end_s + overhead_s + sharded_tail_s;
     o.compute_s = one.compute_s - one.optimizer_s * (1 - 1.0 / N);
@@ -214,7 +217,7 @@ StrategyOutcome ShardedStrategy::predict(const StrategyContext& ctx) const {
     const int nodes = w.nodes;
     const double across = hybrid && nodes > 1 ? allreduce_wire_bytes(all / G, nodes) : 0;
     o.comm_bytes = allgather_wire_bytes(gathered, G) + allgather_wire_bytes(all, G) + across;
-    o.micro_comm_bytes = allgather_wire_bytes(gathered, G);
+    o.micro_comm_bytes = allgather_wire_bytes(gathered, G) + (reduce_every ? allgather_wire_bytes(all, G) + across : 0);
     o.micro_comm_s = micro.comm_s;
     o.micro_exposed_comm_s = std::max(0.0, micro.end_s - micro.compute_s);
     o.parameters = {{"shards", G}, {"units", static_cast<double>(u.blocks.size() + 1)}};
@@ -225,7 +228,7 @@ StrategyOutcome ShardedStrategy::predict(const StrategyContext& ctx) const {
   return o;
 }
 
-MemoryLayout ShardedStrategy::memory_layout(const Graph& g, const Placement& where, const StrategyParams& params) const {
+MemoryLayout ShardedStrategy::memory_layout(const Graph& g, const Placement& where, const StrategyParams& params, int grad_accum_steps) const {
   MemoryLayout m;
   m.ddp_buckets = false;
   const double all = 4.0 * static_cast<double>(g.params());
@@ -242,6 +245,10 @@ MemoryLayout ShardedStrategy::memory_layout(const Graph& g, const Placement& whe
   const int G = s == Shard::Hybrid ? node_placement(where).gpus : N;
   const Units u = units_of(g, nullptr);
   m.param_shards = m.grad_shards = m.optimizer_shards = G;
+  // FSDP under no_sync (the micro-batches before the last) skips the reduce-scatter and accumulates
+  // unsharded gradients (PyTorch's FSDP docs, no_sync: "more GPU memory"); ZeRO-3 reduces every
+  // micro-batch and keeps its shard.
+  if (kind_ == Fsdp && grad_accum_steps > 1) m.grad_shards = 1;
   // The root unit stays gathered from its forward to the end of its backward; besides it, the unit
   // computing and the one prefetched (grad-op: every unit, gathered once and kept).
   const double rest = u.root.param_bytes * (1 - 1.0 / G);

@@ -34,7 +34,7 @@ class ShardedStrategy : public Strategy {
     return p;
   }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
-  MemoryLayout memory_layout(const Graph& g, const Placement& where, const StrategyParams& params) const override;
+  MemoryLayout memory_layout(const Graph& g, const Placement& where, const StrategyParams& params, int grad_accum_steps) const override;
 
   // The sharding a strategy runs: fsdp's --shard (configs/strategies.json's default), zero3's full.
   Shard shard(const StrategyParams& params) const;
