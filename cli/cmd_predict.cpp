@@ -28,6 +28,10 @@ class PredictCommand : public Command {
     flags_.add_to(c);
     add_allow_unknown_ops(c, flags_.allow_unknown_ops);
     add_seq_len(c, flags_.seq_len);
+    c->add_option("--grad-accum-steps", accum_, "Micro-batches per optimizer step (gradient accumulation; the reduction once per step, no_sync on the others)")
+        ->capture_default_str();
+    c->add_flag("--activation-checkpointing", ckpt_, "Checkpoint every block (torch.utils.checkpoint): only block inputs saved, the forward recomputed in the backward");
+    c->add_option("--shard", shard_, "fsdp's sharding: full, grad-op or hybrid (default: configs/strategies.json's, full)");
     return c;
   }
 
@@ -41,7 +45,13 @@ class PredictCommand : public Command {
     const TrainGoal goal = train_.goal();
     if (!trace_.empty() && (trace_.size() < 5 || trace_.compare(trace_.size() - 5, 5, ".json") != 0))
       throw InputError("--trace", "'" + trace_ + "' must end in .json");
-    TrainingConfig cfg = flags_.config();
+    TrainingFlags flags = flags_;
+    flags.activation_checkpointing = ckpt_;
+    TrainingConfig cfg = flags.config();
+    cfg.grad_accum_steps = accum_;
+    if (!shard_.empty() && shard_ != "full" && shard_ != "grad-op" && shard_ != "hybrid")
+      throw InputError("--shard", "must be full, grad-op or hybrid, got '" + shard_ + "'");
+    cfg.strategy_params.shard = shard_;
     cfg.gpus = gpus_;
     cfg.batch_per_gpu = batch_;
     cfg.record_kernels = !trace_.empty();
@@ -78,7 +88,9 @@ class PredictCommand : public Command {
   ClusterNodesFlag cluster_nodes_;
   int64_t gpus_ = 1, batch_ = 0;
   double bucket_mb_ = 25;
-  bool layers_ = false;
+  bool layers_ = false, ckpt_ = false;
+  int accum_ = 1;
+  std::string shard_;
   CLI::Option* bucket_opt_ = nullptr;
 };
 

@@ -12,6 +12,7 @@ static Json strategy_json(const StrategyOutcome& o) {
   Json params = Json::object();
   for (const auto& [k, v] : o.parameters) params[k] = v;
   j["parameters"] = params;
+  if (o.comm_bytes >= 0) j["comm_bytes"] = o.comm_bytes;
   if (!o.phases.empty()) {
     Json phases = Json::array();
     for (const auto& ph : o.phases)
@@ -35,7 +36,7 @@ Json prediction_summary_json(const Prediction& p) {
       {"gpus", p.gpus},
       {"nodes", p.nodes},
       {"batch_per_gpu", p.batch_per_gpu},
-      {"global_batch", p.batch_per_gpu * p.gpus},
+      {"global_batch", p.batch_per_gpu * p.gpus * p.grad_accum_steps},
       {"precision", p.precision},
       {"memory_format", memory_format_name(p.mode.memory_format)},
       {"optimizer", optimizer_name(p.mode.optimizer)},
@@ -61,6 +62,8 @@ Json prediction_summary_json(const Prediction& p) {
     j["sequence_length"] = p.tokens_per_sample;
     j["throughput_tokens_per_s"] = p.throughput_tokens_per_s;
   }
+  if (p.grad_accum_steps > 1) j["grad_accum_steps"] = p.grad_accum_steps;  // given only, so that other outputs keep their fields
+  if (p.mode.activation_checkpointing) j["activation_checkpointing"] = true;
   j["strategy"] = strategy_json(p.strategy);
   Json priced = Json::object();
   for (int k = 0; k < kKernelKinds; ++k) {
@@ -149,6 +152,10 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
                 static_cast<long long>(p.batch_per_gpu * p.gpus), p.precision.c_str(), step_mode_text(p.mode).c_str());
   s += b;
   if (p.tokens_per_sample > 0) s += "sequences of " + std::to_string(p.tokens_per_sample) + " tokens (a sample is one sequence)\n";
+  if (p.grad_accum_steps > 1)
+    s += "gradient accumulation: " + std::to_string(p.grad_accum_steps) + " micro-batches per optimizer step, " +
+         std::to_string(p.batch_per_gpu * p.gpus * p.grad_accum_steps) + " samples per step; the iteration below is the whole step\n";
+  if (p.mode.activation_checkpointing) s += "activation checkpointing per block: each block's forward recomputed in its backward\n";
   Table t;
   t.header = {"quantity", "value", "note"};
   double it = p.iteration_s;
@@ -178,6 +185,8 @@ std::string prediction_text(const Prediction& p, bool with_layers) {
   for (const auto& [k, v] : st.parameters) params += (params.empty() ? "" : ", ") + k + " " + fmt_sig(v, 4);
   t.rows.push_back({"strategy", st.name, params});
   t.rows.push_back({"communication share", pct(st.comm_share), "communication time / iteration time"});
+  if (st.comm_bytes >= 0 && st.name != "dp")
+    t.rows.push_back({"bytes moved", fmt_count(st.comm_bytes) + "B", "per GPU per step, sent over its links"});
   for (const auto& ph : st.phases)
     t.rows.push_back({"  phase " + ph.name, fmt_time(ph.step_s), pct(ph.fraction_of_steps) + " of the steps; communication " + fmt_time(ph.comm_s) + " per step"});
   s += t.to_text();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/output.hpp"
+#include "sim/blocks.hpp"
 #include "workload/kernels.hpp"
 #include "workload/model_json.hpp"
 
@@ -250,8 +251,94 @@ static double backward_flow_bytes(const Layer& l, double n, Precision p) {
   return n * (l.out.elements() + in_el) * ab + (is_16bit(p) ? static_cast<double>(l.params()) * 2 : 0);
 }
 
+namespace {
+
+// What activation checkpointing keeps (memory_fit): per block, its saved tensors and autocast copies
+// (alive while its backward runs) and its input (kept from its forward to its backward).
+struct Checkpointed {
+  std::vector<LayerBlock> blocks;
+  std::vector<int> of;
+  std::vector<double> block_saved, inputs_of;
+  double saved_outside = 0, copies_outside = 0, inputs = 0;
+  double input_saved = 0;  // the model's input batch where a layer saves it (counted as input data)
+};
+
+Checkpointed checkpointed(const Graph& g, const SavedTensors& st, double n, Precision p) {
+  Checkpointed c;
+  c.blocks = layer_blocks(g);
+  c.of = block_of_layers(g, c.blocks);
+  c.block_saved.assign(c.blocks.size(), 0.0);
+  c.inputs_of.assign(c.blocks.size(), 0.0);
+  const std::vector<bool> fp32 = autocast_fp32_outputs(g, p);
+  const double ab = is_16bit(p) ? 2 : 4;
+  for (int i = 0; i < static_cast<int>(g.layers.size()); ++i) {
+    const Layer& l = g.layers[i];
+    const double copy = is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear) ? cast_copy_elements(l) * 2 : 0;
+    if (c.of[i] >= 0) {
+      c.block_saved[c.of[i]] += st.freed_at[i] + copy;
+    } else {
+      c.saved_outside += st.freed_at[i];
+      c.copies_outside += copy;
+    }
+  }
+  // The model's input batch, where something saves it, is in total, not in freed_at.
+  double counted = 0;
+  for (double f : st.freed_at) counted += f;
+  c.input_saved = st.total - counted;
+  for (size_t b = 0; b < c.blocks.size(); ++b) {
+    const int j = c.blocks[b].first - 1;  // the block's input: the output of the layer before it
+    c.inputs_of[b] = j < 0 ? 0 : n * static_cast<double>(g.layers[j].out.elements()) * (fp32[j] ? 4 : ab);
+    c.inputs += c.inputs_of[b];
+  }
+  return c;
+}
+
+// The model's state as the layout holds it: weights, gradients and optimizer state (sharded or not),
+// the gathered units, a unit's unsharded gradients, the strategy's buffers.
+void hold_state(MemoryFit& m, double params, bool adam, const MemorySpec& spec, const MemoryLayout& layout) {
+  m.weights_bytes = params * 4 / layout.param_shards;
+  m.gradients_bytes = params * 4 / layout.grad_shards;
+  m.optimizer_bytes = params * (adam ? spec.adam_state_bytes_per_param : spec.optimizer_state_bytes_per_param) / layout.optimizer_shards;
+  m.gathered_bytes = layout.gathered_param_bytes;
+  m.unsharded_grad_bytes = layout.unsharded_grad_bytes;
+  m.comm_buffer_bytes = layout.comm_buffer_bytes;
+  m.sharded = layout.param_shards > 1 || layout.grad_shards > 1 || layout.optimizer_shards > 1 || layout.gathered_param_bytes > 0 ||
+              !layout.ddp_buckets;
+}
+
+// A convolution's cuDNN workspace in its backward; 0 for other layers.
+double conv_workspace_bytes(const Layer& l, double n, double ab, const MemorySpec& spec) {
+  if (l.op != Op::Conv2d) return 0;
+  const double operands = n * (l.in[0].elements() + l.out.elements()) * ab + static_cast<double>(l.params()) * ab;
+  return std::min(operands * spec.conv_workspace_operand_factor, spec.conv_workspace_max_bytes);
+}
+
+// The peak, what goes on top of it, and whether it fits.
+void finish_fit(MemoryFit& m, const MemorySpec& spec, const GpuSpec& gpu) {
+  m.peak_phase = m.backward_peak_bytes >= m.step_peak_bytes ? "backward" : "optimizer step";
+  m.allocated_peak_bytes = std::max(m.backward_peak_bytes, m.step_peak_bytes);
+  m.reserve_bytes = m.allocated_peak_bytes * spec.allocator_reserve_fraction;
+  m.context_bytes = spec.cuda_context_bytes;
+  m.device_bytes = m.allocated_peak_bytes + m.reserve_bytes + m.nccl_bytes + m.context_bytes;
+  m.capacity_bytes = gpu.memory_bytes;
+  m.fits = m.device_bytes <= m.capacity_bytes;
+  const std::pair<double, const char*> parts[] = {
+      {m.weights_bytes + m.weight_copies_bytes + m.gathered_bytes, "parameters"},
+      {m.gradients_bytes + m.unsharded_grad_bytes, "gradients"},
+      {m.optimizer_bytes, "optimizer state"},
+      {m.activations_bytes, "activations"},
+      {m.transient_bytes, "backward transient"},
+      {m.workspace_bytes, "workspace"},
+      {m.buckets_bytes + m.nccl_bytes + m.comm_buffer_bytes, "communication buffers"},
+      {m.context_bytes, "CUDA context"},
+      {m.input_bytes, "input data"}};
+  m.largest_part = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) { return a.first < b.first; })->second;
+}
+
+}  // namespace
+
 MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu, const MemorySpec& spec,
-                     double input_batches_held, Optimizer optimizer) {
+                     double input_batches_held, Optimizer optimizer, const MemoryLayout& layout) {
   const bool adam = optimizer != Optimizer::Sgd;
   MemoryFit m;
   const int L = static_cast<int>(g.layers.size());
@@ -259,22 +346,20 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
   const double ab = is_16bit(p) ? 2 : 4;
   const double params = static_cast<double>(g.params());
   if (input_batches_held < 0) input_batches_held = spec.input_batches_held;
-  m.weights_bytes = params * 4;
-  m.gradients_bytes = params * 4;
-  m.optimizer_bytes = params * (adam ? spec.adam_state_bytes_per_param : spec.optimizer_state_bytes_per_param);
+  hold_state(m, params, adam, spec, layout);
   const SavedTensors st = saved_tensors(g, batch, p);
   m.activations_bytes = st.total - st.input_bytes;  // the batch itself is counted as input data
   // Input data: FP32 samples and int64 labels, for every batch the training loop keeps on the GPU.
   m.input_bytes = input_batches_held * (st.input_bytes + n * std::max<int64_t>(1, g.tokens_per_sample()) * 8);  // + int64 labels (per token)
   m.library_bytes = spec.library_workspace_bytes;
-  if (gpus > 1 || spec.ddp_buckets_on_one_gpu) m.buckets_bytes = spec.gradient_bucket_copy ? params * 4 : 0;
+  if (layout.ddp_buckets && (gpus > 1 || spec.ddp_buckets_on_one_gpu)) m.buckets_bytes = spec.gradient_bucket_copy ? params * 4 : 0;
   if (gpus > 1) m.nccl_bytes = spec.nccl_buffer_bytes;
   // Held all step long (grads are not: zero_grad(set_to_none=True) frees them before the forward).
-  const double base = m.weights_bytes + m.optimizer_bytes + m.buckets_bytes + m.input_bytes + m.library_bytes;
+  const double base = m.weights_bytes + m.optimizer_bytes + m.buckets_bytes + m.input_bytes + m.library_bytes + m.comm_buffer_bytes;
 
   // Optimizer step: all gradients, plus foreach SGD's temporaries (weight decay: grads + wd * params
   // into a new list).
-  m.step_temp_bytes = params * (adam ? spec.adam_step_temp_bytes_per_param : spec.optimizer_step_temp_bytes_per_param);
+  m.step_temp_bytes = params * (adam ? spec.adam_step_temp_bytes_per_param : spec.optimizer_step_temp_bytes_per_param) / layout.optimizer_shards;
   m.step_peak_bytes = base + m.gradients_bytes + m.step_temp_bytes;
 
   // Forward and backward: every saved tensor is alive at the end of the forward pass; the backward
@@ -288,48 +373,53 @@ MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, c
     if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies += cast_copy_elements(l) * 2;
   }
   m.weight_copies_bytes = copies;
+  // Activation checkpointing (torch.utils.checkpoint per block, sim/blocks.hpp): the forward keeps
+  // only each block's input and what layers outside the blocks save; a block's saved tensors and
+  // autocast copies live again while its backward runs, after its forward is recomputed.
+  const Checkpointed ck = layout.activation_checkpointing ? checkpointed(g, st, n, p) : Checkpointed{};
+  if (layout.activation_checkpointing) {
+    live_saved = ck.saved_outside + ck.inputs;
+    copies = ck.copies_outside;
+    m.weight_copies_bytes = copies;
+    m.activations_bytes = live_saved + ck.input_saved - st.input_bytes;
+  }
   const double held_output = model_output_held_bytes(g, n, p);
   double grads = 0, peak = 0, largest_flow = 0, largest_ws = 0;
+  const bool accumulating = layout.grad_accum_steps > 1;
+  if (accumulating) grads = m.gradients_bytes;
   for (int i = L - 1; i >= 0; --i) {
     const Layer& l = g.layers[i];
     const double lp = static_cast<double>(l.params());
-    grads += lp * 4;
+    const int b = layout.activation_checkpointing ? ck.of[i] : -1;
+    if (b >= 0 && i == ck.blocks[b].last) live_saved += ck.block_saved[b];  // recomputed
+    if (!accumulating) grads += lp * 4 / layout.grad_shards;
     const double flow = backward_flow_bytes(l, n, p);
-    double ws = 0;
-    if (l.op == Op::Conv2d) {
-      double operands = n * (l.in[0].elements() + l.out.elements()) * ab + lp * ab;
-      ws = std::min(operands * spec.conv_workspace_operand_factor, spec.conv_workspace_max_bytes);
-    }
-    const double live = grads + live_saved + copies + flow + ws + held_output;
+    const double ws = conv_workspace_bytes(l, n, ab, spec);
+    const double live = grads + live_saved + copies + flow + ws + held_output + m.gathered_bytes + m.unsharded_grad_bytes;
     if (live > peak) {
       peak = live;
       largest_flow = flow;
       largest_ws = ws;
     }
     live_saved -= st.freed_at[i];
-    if (is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear)) copies -= cast_copy_elements(l) * 2;
+    const double copy = is_16bit(p) && (l.op == Op::Conv2d || l.op == Op::Linear) ? cast_copy_elements(l) * 2 : 0;
+    if (b >= 0) {
+      live_saved -= copy;
+      if (i == ck.blocks[b].first) live_saved -= ck.inputs_of[b];
+    } else if (copy > 0) {
+      copies -= copy;
+    }
   }
   m.transient_bytes = largest_flow;
   m.output_held_bytes = held_output;
   m.workspace_bytes = largest_ws;
   m.backward_peak_bytes = base + peak;
-  m.peak_phase = m.backward_peak_bytes >= m.step_peak_bytes ? "backward" : "optimizer step";
-  m.allocated_peak_bytes = std::max(m.backward_peak_bytes, m.step_peak_bytes);
-  m.reserve_bytes = m.allocated_peak_bytes * spec.allocator_reserve_fraction;
-  m.context_bytes = spec.cuda_context_bytes;
-  m.device_bytes = m.allocated_peak_bytes + m.reserve_bytes + m.nccl_bytes + m.context_bytes;
-  m.capacity_bytes = gpu.memory_bytes;
-  m.fits = m.device_bytes <= m.capacity_bytes;
-  const std::pair<double, const char*> parts[] = {
-      {m.weights_bytes + m.weight_copies_bytes, "parameters"}, {m.gradients_bytes, "gradients"}, {m.optimizer_bytes, "optimizer state"},
-      {m.activations_bytes, "activations"},  {m.transient_bytes, "backward transient"},        {m.workspace_bytes, "workspace"},
-      {m.buckets_bytes + m.nccl_bytes, "communication buffers"}, {m.context_bytes, "CUDA context"}, {m.input_bytes, "input data"}};
-  m.largest_part = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) { return a.first < b.first; })->second;
+  finish_fit(m, spec, gpu);
   return m;
 }
 
 Json memory_json(const MemoryFit& m) {
-  return Json{{"weights_bytes", m.weights_bytes},
+  Json j = Json{{"weights_bytes", m.weights_bytes},
               {"weight_copies_bytes", m.weight_copies_bytes},
               {"gradients_bytes", m.gradients_bytes},
               {"optimizer_state_bytes", m.optimizer_bytes},
@@ -352,6 +442,12 @@ Json memory_json(const MemoryFit& m) {
               {"gpu_memory_bytes", m.capacity_bytes},
               {"fits", m.fits},
               {"largest_part", m.largest_part}};
+  if (m.sharded) {  // only where a sharded strategy holds the state, so that DDP's output keeps its fields
+    j["gathered_params_bytes"] = m.gathered_bytes;
+    j["unsharded_grad_bytes"] = m.unsharded_grad_bytes;
+    j["strategy_buffers_bytes"] = m.comm_buffer_bytes;
+  }
+  return j;
 }
 
 static std::string gb(double bytes) {

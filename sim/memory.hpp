@@ -53,12 +53,31 @@ struct MemorySpec {
   double input_batches_held = 1;
 };
 
+// How a data-parallel strategy holds the model's state (sim/strategies/sharded.hpp): DDP replicates
+// everything; ZeRO and FSDP shard some of it N ways and gather a unit's parameters while it runs.
+struct MemoryLayout {
+  double param_shards = 1;      // FP32 parameters split this many ways (FSDP, ZeRO-3)
+  double grad_shards = 1;       // FP32 gradients after their reduce-scatter (FSDP, ZeRO-2, ZeRO-3)
+  double optimizer_shards = 1;  // optimizer state and its step temporaries (ZeRO-1 and up, FSDP)
+  bool ddp_buckets = true;      // DDP's bucket copy of the gradients
+  // Held through forward and backward besides the shards: the gathered units' FP32 parameters (the
+  // unit running and the one prefetched; every unit with FSDP's grad-op sharding).
+  double gathered_param_bytes = 0;
+  // Held during backward: the unsharded FP32 gradients of the unit being reduce-scattered.
+  double unsharded_grad_bytes = 0;
+  double comm_buffer_bytes = 0;  // the strategy's own communication buffers (DeepSpeed's buckets)
+  bool activation_checkpointing = false;  // saved activations only at block inputs (sim/blocks.hpp)
+  // Gradient accumulation: from the second micro-batch on, the gradients (this GPU's) are alive
+  // through the forward and backward passes, accumulated into rather than created.
+  int grad_accum_steps = 1;
+};
+
 MemorySpec parse_memory_spec(const Json& doc, const std::string& what);
 // configs/memory/pytorch.json, read once.
 const MemorySpec& default_memory_spec();
 
 struct MemoryFit {
-  double weights_bytes = 0;
+  double weights_bytes = 0;     // FP32 parameters this GPU holds: its shard and any gathered units
   double weight_copies_bytes = 0;  // autocast's 16-bit copies
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
@@ -77,6 +96,10 @@ struct MemoryFit {
   double context_bytes = 0;
   double reserve_bytes = 0;
   double allocated_peak_bytes = 0;
+  // Sharded strategies (MemoryLayout): the gathered units' parameters, a unit's unsharded gradients,
+  // the strategy's buffers; `sharded` where the layout is not DDP's (memory_json lists them then).
+  double gathered_bytes = 0, unsharded_grad_bytes = 0, comm_buffer_bytes = 0;
+  bool sharded = false;
   double device_bytes = 0;
   double capacity_bytes = 0;
   bool fits = true;
@@ -89,7 +112,7 @@ double saved_activation_bytes(const Graph& g, int64_t batch, Precision p);
 // input_batches_held < 0: the spec's input_batches_held (a measured run may say how many it kept).
 MemoryFit memory_fit(const Graph& g, int64_t batch, Precision p, int64_t gpus, const GpuSpec& gpu,
                      const MemorySpec& spec = default_memory_spec(), double input_batches_held = -1,
-                     Optimizer optimizer = Optimizer::Sgd);
+                     Optimizer optimizer = Optimizer::Sgd, const MemoryLayout& layout = {});
 
 Json memory_json(const MemoryFit& m);
 // "23.4 GB of 80 GB (29%), fits" or "95.1 GB of 80 GB: does NOT fit (activations 70.3 GB)".

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "sim/strategies/data_parallel.hpp"
+#include "sim/strategies/sharded.hpp"
 
 namespace dtsim {
 
@@ -25,7 +26,8 @@ static void check_strategy_params(const Strategy& strategy, const StrategyParams
       {sp.servers != unset.servers && own.servers != sp.servers, "--servers"},
       {sp.pr != unset.pr && own.pr != sp.pr, "--pr"},
       {sp.pc != unset.pc && own.pc != sp.pc, "--pc"},
-      {sp.domain != unset.domain && own.domain != sp.domain, "--domain"}};
+      {sp.domain != unset.domain && own.domain != sp.domain, "--domain"},
+      {sp.shard != unset.shard && own.shard != sp.shard, "--shard"}};
   for (const auto& [wrong, flag] : misplaced)
     if (wrong) throw InputError(flag, "does not apply to --strategy " + strategy.name());
 }
@@ -41,6 +43,7 @@ StepMode parse_step_mode(const StepModeNames& names) {
   m.memory_format = *format;
   m.optimizer = *optimizer;
   m.execution = *execution;
+  m.activation_checkpointing = names.activation_checkpointing;
   return m;
 }
 
@@ -57,6 +60,13 @@ IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const Tr
   auto algo = make_collective_algorithm(cfg.algo);
   const StepBeforeCollectives& s = pricing.before_collectives(g, c, batch, cfg.precision, cfg.mode, false);
   return finish_step(s, allreduce_times(s, c, *algo, place(c, 1)), cfg.overlap.value_or(c.framework.overlap));
+}
+
+MemoryLayout training_memory_layout(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg) {
+  MemoryLayout m = make_strategy(cfg.strategy)->memory_layout(g, place(c, cfg.gpus), cfg.strategy_params, cfg.grad_accum_steps);
+  m.activation_checkpointing = cfg.mode.activation_checkpointing;
+  m.grad_accum_steps = cfg.grad_accum_steps;
+  return m;
 }
 
 const char* resource_name(Resource r) {
@@ -139,17 +149,31 @@ class Stepper {
     return strategy_.predict(ctx);
   }
 
-  // The step's time and its communication per step on cluster c.
+  // One micro-batch that does not end the step (gradient accumulation): the forward and backward,
+  // without the optimizer or communication, as long as the GPU runs them or the host issues them
+  // (whichever is longer: a host-bound step's micro-batches are host-bound too), unless the strategy
+  // prices its own.
+  double micro_step_s(const ClusterSpec& c, const StrategyOutcome* o) const {
+    if (o && o->micro_step_s >= 0) return o->micro_step_s;
+    const StepBeforeCollectives& s = before(c, cfg_.batch_per_gpu, false);
+    return std::max(s.stream.host_s, s.timeline.backward_end_s);
+  }
+  // The K - 1 micro-batches before the step's last one.
+  double accumulation_s(const ClusterSpec& c, const StrategyOutcome* o) const {
+    return cfg_.grad_accum_steps > 1 ? (cfg_.grad_accum_steps - 1) * micro_step_s(c, o) : 0;
+  }
+
+  // The step's time (all its micro-batches) and its communication per step on cluster c.
   std::pair<double, double> step(const ClusterSpec& c) const {
     if (dp()) {
       const StepBeforeCollectives& s = before(c, cfg_.batch_per_gpu, false);
       const std::vector<double> bucket_s = allreduce_times(s, c, algo_, where_);
       double comm_s = 0;
       for (double b : bucket_s) comm_s += b;
-      return {finish_step_s(s, bucket_s.data(), overlap(c)), comm_s};
+      return {finish_step_s(s, bucket_s.data(), overlap(c)) + accumulation_s(c, nullptr), comm_s};
     }
     const StrategyOutcome o = strategy_step(c, false);
-    return {o.step_s, o.comm_s};
+    return {o.step_s + accumulation_s(c, &o), o.comm_s};
   }
 
   // Communication per step on cluster c; dp's is its buckets' all-reduces, whatever the schedule.
@@ -193,6 +217,7 @@ void apply_strategy_step(Prediction& p, const Stepper& stepper, const Strategy& 
     p.strategy = outcome_from_timeline("dp", strategy.trade_off(), p.timeline);
     p.strategy.has_timeline = false;  // the same as p.timeline
     p.strategy.timeline = {};
+    p.strategy.comm_bytes = allreduce_wire_bytes(static_cast<double>(p.grad_bytes), where.gpus);
     return;
   }
   p.strategy = stepper.strategy_step(c, cfg.record_kernels);
@@ -235,6 +260,8 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
 }
 
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, StepPricing& pricing) {
+  if (cfg.grad_accum_steps < 1 || cfg.grad_accum_steps > kMaxGradAccumSteps)
+    throw InputError("--grad-accum-steps", "must be in [1, " + std::to_string(kMaxGradAccumSteps) + "], got " + std::to_string(cfg.grad_accum_steps));
   if (cfg.batch_per_gpu < 1 || cfg.batch_per_gpu > kMaxBatchPerGpu)
     throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(cfg.batch_per_gpu));
   if (pricing.compute_model_name() != cfg.compute_model)
@@ -278,6 +305,27 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
     p.single_gpu_iteration_s = finish_step_s(s, allreduce_times(s, c, *algo, place(c, 1)).data(), p.overlap);
   }
   apply_strategy_step(p, stepper, *strategy, c, cfg, where);
+  if (cfg.grad_accum_steps > 1) {
+    // K micro-batches per optimizer step: K - 1 without the gradient reduction (no_sync), then the
+    // step priced above. Time to train counts samples: K x batch per GPU x GPUs per step.
+    const int K = cfg.grad_accum_steps;
+    const double extra = stepper.accumulation_s(c, stepper.dp() ? nullptr : &p.strategy);
+    const double micro_compute = t.compute_s - t.optimizer_s;
+    p.iteration_s += extra;
+    p.strategy.step_s += extra;
+    p.compute_s += (K - 1) * micro_compute;
+    p.strategy.compute_s += (K - 1) * micro_compute;
+    p.single_gpu_iteration_s += (K - 1) * stepper.micro_step_s(c, nullptr);
+    p.throughput_samples_per_s = static_cast<double>(cfg.batch_per_gpu) * K * where.gpus / p.iteration_s;
+    if (p.strategy.comm_bytes >= 0) p.strategy.comm_bytes += (K - 1) * p.strategy.micro_comm_bytes;
+    p.comm_s += (K - 1) * p.strategy.micro_comm_s;
+    p.exposed_comm_s += (K - 1) * p.strategy.micro_exposed_comm_s;
+    p.strategy.comm_s = p.comm_s;
+    p.strategy.exposed_comm_s = p.exposed_comm_s;
+    p.host_idle_s = std::max(0.0, p.iteration_s - p.compute_s - p.exposed_comm_s);
+    if (p.iteration_s > 0) p.strategy.comm_share = std::min(1.0, p.comm_s / p.iteration_s);
+  }
+  p.grad_accum_steps = cfg.grad_accum_steps;
   p.scaling_efficiency = p.single_gpu_iteration_s / p.iteration_s;
   p.tokens_per_sample = g.tokens_per_sample();
   p.throughput_tokens_per_s = p.throughput_samples_per_s * static_cast<double>(p.tokens_per_sample);

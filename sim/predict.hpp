@@ -42,6 +42,7 @@ struct Prediction {
   StepMode mode;  // what was priced: memory format, optimizer, execution
   std::string compute_note;  // what the kernel times come from, in one line
   int64_t gpus = 0, nodes = 0, batch_per_gpu = 0;
+  int grad_accum_steps = 1;  // micro-batches per optimizer step: a step trains batch_per_gpu x this x gpus samples
   bool overlap = true;
   double iteration_s = 0;
   double throughput_samples_per_s = 0;
@@ -84,10 +85,16 @@ Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
 // times and steps before the collectives (sim/pricing.hpp). The numbers are predict()'s own.
 Prediction predict(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, StepPricing& pricing);
 
+// How the configuration's strategy holds the model on each GPU (Strategy::memory_layout), with its
+// activation checkpointing: what memory_fit (sim/memory.hpp) takes.
+MemoryLayout training_memory_layout(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg);
+
 // One GPU's step at `batch` samples, without communication (a strategy's local step, a grid column).
 IterationTimeline single_gpu_step(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg, int64_t batch);
 
 // Largest batch per GPU accepted; beyond it the question is not a training configuration.
 constexpr int64_t kMaxBatchPerGpu = 1 << 20;
+// Largest number of micro-batches per optimizer step accepted.
+constexpr int kMaxGradAccumSteps = 1 << 16;
 
 }  // namespace dtsim

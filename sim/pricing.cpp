@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "sim/blocks.hpp"
 #include "sim/compiled_pool.hpp"
 #include "sim/multi_tensor.hpp"
 
@@ -111,7 +112,7 @@ std::shared_ptr<const ComputeModel> StepPricing::compute(const ClusterSpec& c) {
 
 StepPricing::KernelsKey StepPricing::kernels_key(const Graph& g, int64_t batch, Precision precision, const StepMode& mode) {
   return {&g, g.name, g.layers.size(), batch, static_cast<int>(precision), static_cast<int>(mode.memory_format), static_cast<int>(mode.optimizer),
-          static_cast<int>(mode.execution)};
+          static_cast<int>(mode.execution), mode.activation_checkpointing};
 }
 
 const IterationKernels& StepPricing::kernels(const Graph& g, int64_t batch, Precision precision, const StepMode& mode) {
@@ -121,6 +122,7 @@ const IterationKernels& StepPricing::kernels(const Graph& g, int64_t batch, Prec
     if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
   }
   IterationKernels k = lower_iteration(g, batch, precision, mode);
+  if (mode.activation_checkpointing) add_recompute(g, k);
   std::lock_guard<std::mutex> lock(mu_);
   return kernels_.emplace(key, std::move(k)).first->second;
 }

@@ -50,7 +50,7 @@ class StepPricing {
  private:
   // Everything of a GPU spec and a framework's kernel tables that a kernel's time can depend on.
   using ComputeKey = std::tuple<std::string, std::vector<double>>;
-  using KernelsKey = std::tuple<const Graph*, std::string, size_t, int64_t, int, int, int, int>;
+  using KernelsKey = std::tuple<const Graph*, std::string, size_t, int64_t, int, int, int, int, bool>;
   static KernelsKey kernels_key(const Graph& g, int64_t batch, Precision precision, const StepMode& mode);
   using PhaseKey = std::tuple<KernelsKey, const ComputeModel*, std::vector<double>, bool>;
   static ComputeKey compute_key(const ClusterSpec& c);

@@ -17,6 +17,9 @@ struct TrainingSettings {
   std::optional<bool> overlap;  // the framework's setting unless given
   std::string strategy = "dp";  // one of strategy_names() (sim/strategy.hpp)
   StrategyParams strategy_params;
+  // Micro-batches per optimizer step (gradient accumulation): the gradients are reduced once per
+  // step, after the last micro-batch's backward (DDP's no_sync on the others).
+  int grad_accum_steps = 1;
 };
 
 // How the step runs, by PyTorch's names: parse_step_mode (sim/predict.hpp) checks them.
@@ -24,6 +27,7 @@ struct StepModeNames {
   std::string memory_format = "contiguous";  // contiguous, channels_last
   std::string optimizer = "sgd";             // sgd (momentum), adamw, adam
   std::string execution = "eager";           // eager, cuda-graphs, compile, compile-cuda-graphs
+  bool activation_checkpointing = false;     // torch.utils.checkpoint per block (sim/blocks.hpp)
 };
 
 // The framework profile that prices a step when none is named: PyTorch with its measured host costs

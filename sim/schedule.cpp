@@ -270,6 +270,8 @@ void run_backward(const Graph& g, const IterationKernels& k, const std::vector<K
     const KernelDesc& kd = k.backward[i];
     auto [dur, end] = stream.issue(kd, bwd_t[i], 0, inside_compiled_module(kd) ? host_share : -1);
     t.layers[kd.layer].bwd_s += dur;
+    // A recomputed forward kernel (activation checkpointing) produces no gradient.
+    if (kd.pass == Pass::Fwd) continue;
     grad_ready[kd.layer] = end;  // a layer's last backward kernel produces its parameter gradients
     const bool layer_done = i + 1 == k.backward.size() || k.backward[i + 1].layer != kd.layer;
     if (opt.ddp_gradient_copy && layer_done && copy_of[kd.layer] >= 0) {

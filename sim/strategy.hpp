@@ -16,6 +16,7 @@
 #include "core/registry.hpp"
 #include "workload/graph.hpp"
 #include "workload/kernels.hpp"
+#include "sim/memory.hpp"
 #include "sim/schedule.hpp"
 #include "hardware/placement.hpp"
 #include "network/cluster.hpp"
@@ -33,6 +34,7 @@ struct StrategyParams {
   int servers = 0;           // ps: parameter servers
   int pr = 0, pc = 0;        // grid: P = Pr (model axis) x Pc (batch axis)
   bool domain = false;       // grid: domain (spatial) parallel convolutions instead of model parallel ones
+  std::string shard;         // fsdp: full, grad-op or hybrid (empty: configs/strategies.json's default)
 };
 
 // One phase of a strategy's schedule (DASO's blocking warm-up, cycling, blocking cool-down).
@@ -53,6 +55,16 @@ struct StrategyOutcome {
   std::string trade_off;      // what the strategy gives up, in plain words
   std::vector<std::pair<std::string, double>> parameters;  // the resolved numbers (tau, ...)
   std::vector<StrategyPhase> phases;                       // empty: one phase
+  // Bytes each GPU sends per step over the links, as the bandwidth-optimal (ring) algorithms move
+  // them: an all-reduce of S bytes among N GPUs 2 (N - 1) / N S, an all-gather or a reduce-scatter
+  // (N - 1) / N S; -1 where the strategy does not count them.
+  double comm_bytes = -1;
+  // One micro-batch that does not end an optimizer step (gradient accumulation: DDP's no_sync), with
+  // what it communicates (FSDP's and ZeRO-3's all-gathers, ZeRO-2's reduce-scatter); -1: the step's
+  // forward and backward without communication.
+  double micro_step_s = -1;
+  double micro_comm_bytes = 0;
+  double micro_comm_s = 0, micro_exposed_comm_s = 0;
   bool has_timeline = false;                               // `timeline` is a replayed DDP step
   IterationTimeline timeline;
 };
@@ -86,6 +98,12 @@ class Strategy {
     return {};
   }
   virtual StrategyOutcome predict(const StrategyContext& ctx) const = 0;
+  // How it holds parameters, gradients and optimizer state on each GPU, at `grad_accum_steps`
+  // micro-batches per step: DDP's replicas unless it shards them (sim/strategies/sharded.hpp).
+  virtual MemoryLayout memory_layout(const Graph& g, const Placement& where, const StrategyParams& params, int grad_accum_steps) const {
+    (void)g, (void)where, (void)params, (void)grad_accum_steps;
+    return {};
+  }
 };
 
 // Strategies by name; each registers itself in its sim/strategies/ file (DTSIM_REGISTER) with its

@@ -77,7 +77,8 @@ StudyRow study_row(const Graph& g, const ClusterSpec& c, const TrainingConfig& c
     r.p.timeline.kernels = {};
   }
   r.what_if = w;
-  r.memory = memory_fit(g, cfg.batch_per_gpu, cfg.precision, r.p.gpus, c.gpu, default_memory_spec(), -1, cfg.mode.optimizer);
+  r.memory = memory_fit(g, cfg.batch_per_gpu, cfg.precision, r.p.gpus, c.gpu, default_memory_spec(), -1, cfg.mode.optimizer,
+                        training_memory_layout(g, c, cfg));
   if (goal.active()) r.train = train_estimate(r.p, goal);
   describe_link(r, c);
   return r;

@@ -35,7 +35,7 @@ TEST_CASE("cli: models --format json lists the zoo with the contract's fields") 
   REQUIRE(r.code == 0);
   Json j = Json::parse(r.out);
   REQUIRE(j.is_array());
-  CHECK(j.size() == 17);  // 13 torchvision CNNs, resnext101_32x4d, vit_b_16, gpt2_small, bert_base
+  CHECK(j.size() == 22);  // 13 torchvision CNNs, resnext101_32x4d, vit_b_16, gpt2 small to xl, bert_base, llama2_7b, llama3_8b
   for (const auto& m : j) {
     CHECK(m.contains("name"));
     CHECK(m["params"].get<int64_t>() > 0);
@@ -468,7 +468,7 @@ TEST_CASE("cli: CSV and JSON carry plain numbers, tables keep human units") {
     }
     return rows;
   };
-  CHECK(cells_are_numbers(csv.out, {"params", "fwd MACs/sample", "layers"}) == 17);
+  CHECK(cells_are_numbers(csv.out, {"params", "fwd MACs/sample", "layers"}) == 22);
   auto roof = dtsim_cli("roofline --model resnet18 --batch-per-gpu 32 --format csv");
   REQUIRE(roof.code == 0);
   CHECK(cells_are_numbers(roof.out, {"flops", "bytes", "intensity_flops_per_byte", "time_s", "attained_flops_per_s"}) > 100);

@@ -72,6 +72,7 @@ TEST_CASE("collective algorithms and strategies are registered from their impl/ 
                                                                  "rabenseifner", "hierarchical", "mpi", "ps"});
   for (const auto& e : CollectiveAlgorithmRegistry::get().entries()) CHECK_FALSE(e.help.empty());
   CHECK(strategy_names() == std::vector<std::string>{"dp", "hierarchical", "daso", "easgd-sync", "easgd-async", "measgd-async",
-                                                     "hogwild-easgd", "ps", "grid", "hierarchical-leader", "local-sgd"});
+                                                     "hogwild-easgd", "ps", "grid", "hierarchical-leader", "local-sgd", "fsdp",
+                                                     "zero1", "zero2", "zero3"});
   for (const auto& e : StrategyRegistry::get().entries()) CHECK_FALSE(e.help.empty());
 }

@@ -64,7 +64,8 @@ double gamma_of(const ClusterSpec& c) { return 3.0 / c.gpu.memory_bandwidth_Bps;
 
 TEST_CASE("strategies: the registry lists every strategy and rejects unknown names") {
   const std::vector<std::string> want = {"dp",           "hierarchical", "daso", "easgd-sync",          "easgd-async",
-                                        "measgd-async", "hogwild-easgd", "ps",  "grid", "hierarchical-leader", "local-sgd"};
+                                        "measgd-async", "hogwild-easgd", "ps",  "grid", "hierarchical-leader", "local-sgd",
+                                        "fsdp",         "zero1",         "zero2", "zero3"};
   CHECK(strategy_names() == want);
   for (const auto& n : want) {
     auto s = make_strategy(n);

@@ -232,14 +232,21 @@ Shape attention_output(const LayerCheck& check) {
   if (in.size() != 1 && in.size() != 3) check.fail("attention takes one fused qkv input or three inputs q, k, v");
   for (const auto& s : in) {
     if (!s.seq) check.fail("attention needs sequences (tokens x features), got " + s.str());
-    // Grouped-query attention: k and v alike, of q's tokens and fewer heads (a width dividing q's).
-    const bool grouped = in.size() == 3 && s.h == x.h && s == in.back() && s.c < x.c && x.c % s.c == 0;
-    if (!(s == x) && !grouped) check.fail("q, k and v differ in shape: " + x.str() + " and " + s.str());
+    if (s.h != x.h) check.fail("q, k and v differ in shape: " + x.str() + " and " + s.str());
   }
   if (in.size() == 1 && x.c % 3 != 0) check.fail("a fused qkv input must have 3 x C features, got " + std::to_string(x.c));
   const int64_t width = l.attention_width();
   if (width % l.num_heads != 0)
     check.fail("num_heads " + std::to_string(l.num_heads) + " does not divide the width " + std::to_string(width) + " of q, k and v");
+  // Grouped-query attention (Llama 3): k and v of fewer heads of q's head size, each shared by an
+  // equal group of q's heads; otherwise q, k and v have one shape.
+  if (in.size() == 3) {
+    const int64_t head_dim = width / l.num_heads, kv = in[1].c;
+    const bool grouped = in[1] == in[2] && kv % head_dim == 0 && l.num_heads % (kv / head_dim) == 0;
+    if (!(in[1] == x && in[2] == x) && !grouped)
+      check.fail("q, k and v differ in shape: " + x.str() + ", " + in[1].str() + " and " + in[2].str() +
+                 " (k and v may be narrower only by whole heads that divide q's)");
+  }
   return Shape{width, x.h, 1, false, true};
 }
 

@@ -76,6 +76,8 @@ struct StepMode {
   MemoryFormat memory_format = MemoryFormat::Contiguous;
   Optimizer optimizer = Optimizer::Sgd;
   Execution execution = Execution::Eager;
+  // torch.utils.checkpoint around each block (sim/blocks.hpp): its forward recomputed in the backward.
+  bool activation_checkpointing = false;
 };
 const std::vector<const char*>& kernel_shape_fields(KernelKind k);
 

@@ -31,7 +31,7 @@ FIELDS = {
     "maxpool2d": {"kernel", "stride", "padding", "ceil_mode"},
     "avgpool2d": {"kernel", "stride", "padding", "ceil_mode"},
     "adaptive_avgpool2d": {"output"},
-    "add": set(), "concat": set(), "dropout": {"p"}, "flatten": set(),
+    "add": set(), "mul": set(), "concat": set(), "dropout": {"p"}, "flatten": set(),
     "softmax_cross_entropy": set(),
     "embedding": {"num_embeddings", "embedding_dim"}, "positional_embedding": {"num_embeddings"},
     "layernorm": {"eps", "elementwise_affine", "bias"}, "attention": {"num_heads", "is_causal", "dropout_p", "module"},
@@ -80,10 +80,13 @@ def transformer_cost(layer, ins, named):
     """The transformer ops of docs/model-format.md: (output shape, params, forward MACs)."""
     op, name, x = layer["op"], layer["name"], ins[0]
     if op == "attention":
-        assert len(ins) in (1, 3) and all(is_seq(i) and i == x for i in ins), "%s: q, k, v %s" % (name, ins)
+        assert len(ins) in (1, 3) and all(is_seq(i) and i[1] == x[1] for i in ins), "%s: q, k, v %s" % (name, ins)
         c = x[2] // 3 if len(ins) == 1 else x[2]
         assert len(ins) == 3 or x[2] % 3 == 0, name
         assert c % layer["num_heads"] == 0, name
+        if len(ins) == 3:  # grouped-query attention: k and v of fewer heads, each shared by a group of q's
+            d = c // layer["num_heads"]
+            assert ins[1] == ins[2] and ins[1][2] % d == 0 and layer["num_heads"] % (ins[1][2] // d) == 0, "%s: k, v %s" % (name, ins)
         return ("seq", x[1], c), 0, 2 * x[1] * x[1] * c  # QK^T and PV, counted dense
     assert len(ins) == 1, "%s: one input expected" % name
     if op == "embedding":
@@ -120,7 +123,7 @@ def layer_cost(layer, ins, named=None):
     assert not missing, "%s: missing %s" % (layer["name"], missing)
     if op in ("embedding", "positional_embedding", "layernorm", "attention", "to_sequence", "class_token", "select"):
         return transformer_cost(layer, ins, named)
-    if op in ("add", "concat"):
+    if op in ("add", "mul", "concat"):
         assert len(ins) >= 2, "%s: %s needs two or more inputs" % (layer["name"], op)
     else:
         assert len(ins) == 1, "%s: one input expected" % layer["name"]
@@ -168,8 +171,8 @@ def layer_cost(layer, ins, named=None):
     if op == "adaptive_avgpool2d":
         oh, ow = pair(layer["output"])
         return (x[0], oh, ow), 0, 0
-    if op == "add":
-        assert all(i == x for i in ins), "%s: add of shapes %s" % (layer["name"], ins)
+    if op in ("add", "mul"):
+        assert all(i == x for i in ins), "%s: %s of shapes %s" % (layer["name"], op, ins)
         return x, 0, 0
     if op == "concat":
         assert all(len(i) == 3 and i[1:] == x[1:] for i in ins), "%s: concat %s" % (layer["name"], ins)
@@ -677,33 +680,108 @@ def vit_b_16():
     return m
 
 
-def gpt2_small():
+# GPT-2's sizes (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners", table 2;
+# HuggingFace's gpt2, gpt2-medium, gpt2-large and gpt2-xl config.json: n_layer, n_embd, n_head; all
+# with n_positions 1024 and vocab_size 50257): name -> (layers, width, heads, checkpoint).
+GPT2_SIZES = {"gpt2_small": (12, 768, 12, "gpt2"), "gpt2_medium": (24, 1024, 16, "gpt2-medium"),
+              "gpt2_large": (36, 1280, 20, "gpt2-large"), "gpt2_xl": (48, 1600, 25, "gpt2-xl")}
+
+
+def gpt2(name="gpt2_small"):
     """HuggingFace's GPT2LMHeadModel with the gpt2 configuration: 12 layers of width 768, 12 heads,
     MLP 3072 with gelu_new (tanh-approximated GELU), pre-LayerNorm, vocabulary 50257, 1024 learned
     positions, dropout 0.1 (embd, resid and attention, the last inside the attention kernel), Conv1D
     layers (linear layers with biases), lm_head without bias and tied to wte. The loss is the
-    cross-entropy over the vocabulary of every token of the batch (B x T rows)."""
-    m = Model("gpt2_small", "transformers.GPT2LMHeadModel (GPT2Config(): the gpt2 checkpoint), " + HF, None, tokens=1024)
-    m.add("transformer.wte", "embedding", num_embeddings=50257, embedding_dim=768)
+    cross-entropy over the vocabulary of every token of the batch (B x T rows).
+    The larger checkpoints (gpt2-medium, -large, -xl) are the same module at GPT2_SIZES' sizes, MLP 4C.
+    Parameters (tied lm_head counted once, as model.parameters() lists it): wte 50257 C, wpe 1024 C,
+    per layer ln_1 2C + c_attn 3C^2 + 3C + c_proj C^2 + C + ln_2 2C + c_fc 4C^2 + 4C + c_proj 4C^2 + C
+    = 12C^2 + 13C, ln_f 2C:
+      gpt2 (C 768, 12 layers): 38,597,376 + 786,432 + 12 x 7,087,872 + 1,536 = 124,439,808
+      gpt2-medium (1024, 24): 51,463,168 + 1,048,576 + 24 x 12,596,224 + 2,048 = 354,823,168
+      gpt2-large (1280, 36): 64,328,960 + 1,310,720 + 36 x 19,677,440 + 2,560 = 774,030,080
+      gpt2-xl (1600, 48): 80,411,200 + 1,638,400 + 48 x 30,740,800 + 3,200 = 1,557,611,200"""
+    layers, c, heads, ckpt = GPT2_SIZES[name]
+    config = "GPT2Config(): the gpt2 checkpoint" if ckpt == "gpt2" else "the %s checkpoint's configuration" % ckpt
+    m = Model(name, "transformers.GPT2LMHeadModel (" + config + "), " + HF, None, tokens=1024)
+    m.add("transformer.wte", "embedding", num_embeddings=50257, embedding_dim=c)
     m.add("transformer.wpe", "positional_embedding", num_embeddings=1024)  # inputs_embeds + wpe(position_ids)
     m.add("transformer.drop", "dropout", p=0.1)
-    for i in range(12):
+    for i in range(layers):
         p = "transformer.h.%d." % i
         x = m.last
         m.add(p + "ln_1", "layernorm")
-        m.linear(p + "attn.c_attn", 3 * 768)  # q, k, v in one Conv1D, split into 12 heads of 64
-        m.add(p + "attn.sdpa", "attention", num_heads=12, is_causal=True, dropout_p=0.1)
-        m.linear(p + "attn.c_proj", 768)
+        m.linear(p + "attn.c_attn", 3 * c)  # q, k, v in one Conv1D, split into heads of 64
+        m.add(p + "attn.sdpa", "attention", num_heads=heads, is_causal=True, dropout_p=0.1)
+        m.linear(p + "attn.c_proj", c)
         m.add(p + "attn.resid_dropout", "dropout", p=0.1)
         res = m.add(p + "add_1", "add", inputs=[m.last, x])
         m.add(p + "ln_2", "layernorm")
-        m.linear(p + "mlp.c_fc", 3072)
+        m.linear(p + "mlp.c_fc", 4 * c)
         m.add(p + "mlp.act", "gelu", approximate="tanh")
-        m.linear(p + "mlp.c_proj", 768)
+        m.linear(p + "mlp.c_proj", c)
         m.add(p + "mlp.dropout", "dropout", p=0.1)
         m.add(p + "add_2", "add", inputs=[m.last, res])
     m.add("transformer.ln_f", "layernorm")
     m.add("lm_head", "linear", out_features=50257, bias=False, tie_weight="transformer.wte")
+    m.add("loss", "softmax_cross_entropy")
+    return m
+
+
+# Llama sizes: name -> (layers, width, heads, kv heads, MLP width, vocabulary, tokens, source).
+LLAMA_SIZES = {
+    "llama2_7b": (32, 4096, 32, 32, 11008, 32000, 4096,
+                  "transformers.LlamaForCausalLM (meta-llama/Llama-2-7b-hf config.json: hidden_size 4096, "
+                  "intermediate_size 11008, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, "
+                  "vocab_size 32000, max_position_embeddings 4096, tie_word_embeddings false; Touvron et al. 2023, "
+                  "arXiv:2307.09288), " + HF),
+    # 2048 tokens by default, not max_position_embeddings' 8192: at 8192 the lm_head's 8192 x 4096 x
+    # 128256 multiply-accumulates per sequence pass dtsim's per-layer bound of 2^40 (workload/graph.cpp).
+    "llama3_8b": (32, 4096, 32, 8, 14336, 128256, 2048,
+                  "transformers.LlamaForCausalLM (meta-llama/Meta-Llama-3-8B config.json: hidden_size 4096, "
+                  "intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, "
+                  "vocab_size 128256, max_position_embeddings 8192, rope_theta 500000, tie_word_embeddings false; "
+                  "Grattafiori et al. 2024, arXiv:2407.21783), " + HF),
+}
+
+
+def llama(name):
+    """HuggingFace's LlamaForCausalLM: pre-RMSNorm decoder layers (RMSNorm: a layernorm with a weight
+    and no bias, here priced as one), attention with rotary positions on q and k (no parameters; the
+    rotation's elementwise kernels are not modelled), grouped-query attention where num_key_value_heads
+    < num_attention_heads (k_proj and v_proj of kv_heads x 128 outputs), a SwiGLU MLP
+    down_proj(silu(gate_proj(x)) * up_proj(x)), no biases, no dropout, an untied lm_head. The
+    default sequence is max_position_embeddings for Llama 2, 2048 for Llama 3 (LLAMA_SIZES says why);
+    --seq-len sets another.
+    Parameters: embed_tokens V C; per layer q_proj C^2, k_proj and v_proj C x kvC each, o_proj C^2,
+    gate, up and down 3 C F, two RMSNorm weights 2C; the final norm C; lm_head V C:
+      Llama-2-7B: 131,072,000 + 32 x (67,108,864 + 135,266,304 + 8,192) + 4,096 + 131,072,000
+        = 6,738,415,616 (HuggingFace's count of meta-llama/Llama-2-7b-hf)
+      Llama-3-8B: 525,336,576 + 32 x (41,943,040 + 176,160,768 + 8,192) + 4,096 + 525,336,576
+        = 8,030,261,248 (HuggingFace's count of meta-llama/Meta-Llama-3-8B)"""
+    layers, c, heads, kv_heads, mlp, vocab, tokens, source = LLAMA_SIZES[name]
+    kv = kv_heads * (c // heads)
+    m = Model(name, source, None, tokens=tokens)
+    m.add("model.embed_tokens", "embedding", num_embeddings=vocab, embedding_dim=c)
+    for i in range(layers):
+        p = "model.layers.%d." % i
+        x = m.last
+        n = m.add(p + "input_layernorm", "layernorm", bias=False)
+        q = m.linear(p + "self_attn.q_proj", c, bias=False, inputs=n)
+        k = m.linear(p + "self_attn.k_proj", kv, bias=False, inputs=n)
+        v = m.linear(p + "self_attn.v_proj", kv, bias=False, inputs=n)
+        m.add(p + "self_attn.sdpa", "attention", inputs=[q, k, v], num_heads=heads, is_causal=True)
+        m.linear(p + "self_attn.o_proj", c, bias=False)
+        res = m.add(p + "add_1", "add", inputs=[m.last, x])
+        n = m.add(p + "post_attention_layernorm", "layernorm", bias=False)
+        gate = m.linear(p + "mlp.gate_proj", mlp, bias=False, inputs=n)
+        act = m.add(p + "mlp.act_fn", "silu", inputs=gate)
+        up = m.linear(p + "mlp.up_proj", mlp, bias=False, inputs=n)
+        m.add(p + "mlp.mul", "mul", inputs=[act, up])
+        m.linear(p + "mlp.down_proj", c, bias=False)
+        m.add(p + "add_2", "add", inputs=[m.last, res])
+    m.add("model.norm", "layernorm", bias=False)
+    m.linear("lm_head", vocab, bias=False)
     m.add("loss", "softmax_cross_entropy")
     return m
 
@@ -789,12 +867,22 @@ ZOO = {
     "googlenet": (googlenet, 6624904, 1.50),
     "inception_v3": (inception_v3, 23834568, 5.71),
     "vit_b_16": (vit_b_16, 86567656, 17.56),
-    "gpt2_small": (gpt2_small, 124439808, lm_gmacs(124439808, 12, 1024, 768)),
+    "gpt2_small": (gpt2, 124439808, lm_gmacs(124439808, 12, 1024, 768)),
+    # HuggingFace's parameter counts of gpt2-medium, -large and -xl (tied lm_head counted once)
+    "gpt2_medium": (lambda: gpt2("gpt2_medium"), 354823168, lm_gmacs(354823168, 24, 1024, 1024)),
+    "gpt2_large": (lambda: gpt2("gpt2_large"), 774030080, lm_gmacs(774030080, 36, 1024, 1280)),
+    "gpt2_xl": (lambda: gpt2("gpt2_xl"), 1557611200, lm_gmacs(1557611200, 48, 1024, 1600)),
+    # HuggingFace's counts of Llama-2-7b-hf and Meta-Llama-3-8B; the MACs estimate counts the
+    # parameters the tokens meet (not the embedding table, a gather) and attention as if q, k, v were C wide.
+    "llama2_7b": (lambda: llama("llama2_7b"), 6738415616, lm_gmacs(6738415616 - 131072000, 32, 4096, 4096)),
+    "llama3_8b": (lambda: llama("llama3_8b"), 8030261248, lm_gmacs(8030261248 - 525336576, 32, 2048, 4096)),
     "bert_base": (bert_base, 109514298, lm_gmacs(109514298, 12, 512, 768)),
 }
 
 # The logits before the loss: 1000 classes, or a language model's vocabulary per token.
-LOGITS = {"gpt2_small": ("seq", 1024, 50257), "bert_base": ("seq", 512, 30522)}
+LOGITS = {"gpt2_small": ("seq", 1024, 50257), "gpt2_medium": ("seq", 1024, 50257), "gpt2_large": ("seq", 1024, 50257),
+          "gpt2_xl": ("seq", 1024, 50257), "llama2_7b": ("seq", 4096, 32000), "llama3_8b": ("seq", 2048, 128256),
+          "bert_base": ("seq", 512, 30522)}
 
 # feature map that must reach the classifier's pooling layer
 LAST_FEATURES = {"alexnet": ("features.12", (256, 6, 6)), "resnet50": ("layer4.2.relu_out", (2048, 7, 7)),
