@@ -31,6 +31,13 @@ class RooflineCommand : public Command {
   }
 
   int run() override {
+    // The roofline is one GPU's: what-ifs of its links, network or host change no kernel on it.
+    for (size_t i = 0; i < whatif_.options.size(); ++i) {
+      const std::string& axis = what_if_axes()[i];
+      if (whatif_.options[i] && whatif_.options[i]->count() && axis != "flops_scale" && axis != "memory_bandwidth_scale")
+        throw InputError(WhatIfFlags::flag_of(axis), "does not apply to roofline, which places kernels on one GPU (only --flops-scale and "
+                                                     "--memory-bandwidth-scale change it; dtsim predict takes the others)");
+    }
     if (batch_ < 1 || batch_ > kMaxBatchPerGpu)
       throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(batch_));
     ModelLoadOptions options;  // ONNX shape inference runs at the per-GPU batch

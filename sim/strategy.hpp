@@ -86,6 +86,10 @@ class Strategy {
     return {};
   }
   virtual StrategyOutcome predict(const StrategyContext& ctx) const = 0;
+  // Whether its price reads the --algo all-reduce, and whether it replays DDP's backward pass with
+  // buckets (so that --no-overlap changes it); a flag a strategy does not read is refused.
+  virtual bool uses_algo() const { return true; }
+  virtual bool uses_overlap() const { return true; }
 };
 
 // Strategies by name; each registers itself in its sim/strategies/ file (DTSIM_REGISTER) with its

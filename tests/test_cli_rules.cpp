@@ -1,0 +1,143 @@
+// What a new user's inputs get from the CLI: time to train within its bounds and in whole steps, range
+// messages that state the rule checked, flags that do not apply refused, --version and --out.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "study/study.hpp"
+#include "study_cli.hpp"
+
+using study_test::run_dtsim;
+
+namespace {
+const std::string kPredict = "predict --model resnet50 --batch-per-gpu 64 ";
+
+// One line on stderr, exit 2, naming `flag`.
+void refused(const study_test::Run& r, const std::string& flag) {
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(study_test::lines(r.err) == 1);
+  CHECK(r.err.find(flag) != std::string::npos);
+  CHECK(r.out.empty());
+}
+}  // namespace
+
+TEST_CASE("time to train refuses dataset sizes beyond 2^50 in predict and sweep as plan does") {
+  refused(run_dtsim(kPredict + "--dataset-size 9223372036854775807 --epochs 1"), "--dataset-size");
+  refused(run_dtsim("sweep --model resnet50 --batch-per-gpu 64 --gpus 1,8 --dataset-size 9223372036854775807 --epochs 1 --format csv"),
+          "--dataset-size");
+  const auto r = run_dtsim(kPredict + "--dataset-size 1125899906842625 --epochs 1");
+  refused(r, "--dataset-size");
+  // The printed range is the rule: 2^50 itself is taken.
+  CHECK(r.err.find("[1, 1125899906842624]") != std::string::npos);
+  const auto ok = run_dtsim(kPredict + "--dataset-size 1125899906842624 --epochs 1 --format json");
+  REQUIRE(ok.code == 0);
+  CHECK(ok.out.find("\"time_s\": -") == std::string::npos);
+}
+
+TEST_CASE("time to train counts whole steps, at least one") {
+  dtsim::TrainGoal g;
+  g.dataset_size = 1000;
+  g.epochs = 1e-9;
+  auto e = dtsim::train_estimate(1, 64, 0.04, g);
+  CHECK(e.steps == 1);  // ceil(16 x 1e-9): one step runs
+  CHECK(e.time_s == Approx(0.04));
+  g.epochs = 0.5;
+  e = dtsim::train_estimate(1, 64, 0.04, g);  // 16 steps an epoch: 8 steps
+  CHECK(e.steps == 8);
+  g.dataset_size = 1281167;
+  g.epochs = 90;
+  e = dtsim::train_estimate(256, 1, 1.0, g);  // 5005 steps an epoch
+  CHECK(e.steps == 450450);
+  g.epochs = 0.3;
+  e = dtsim::train_estimate(256, 1, 1.0, g);  // 1501.5 steps: the last one runs
+  CHECK(e.steps == 1502);
+  const auto r = run_dtsim(kPredict + "--dataset-size 1000 --epochs 1e-9");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Training 1 steps") != std::string::npos);
+  CHECK(r.out.find("Training 0 steps") == std::string::npos);
+}
+
+TEST_CASE("--dataset-size takes 1e6 as --epochs does, and refuses a fraction") {
+  const auto a = run_dtsim(kPredict + "--dataset-size 1e6 --epochs 1 --format json");
+  const auto b = run_dtsim(kPredict + "--dataset-size 1000000 --epochs 1 --format json");
+  REQUIRE(a.code == 0);
+  CHECK(a.out == b.out);
+  refused(run_dtsim(kPredict + "--dataset-size 1.5 --epochs 1"), "--dataset-size");
+  const auto plan = run_dtsim("plan --model resnet50 --dataset-size 1.2e6 --epochs 1 --gpus 8 --batch-per-gpu 64 --cluster h100-sxm --format csv");
+  INFO(plan.err);
+  CHECK(plan.code == 0);
+}
+
+TEST_CASE("what-if range messages print the rule they check, whatever the value") {
+  const auto zero = run_dtsim(kPredict + "--nic-Gbps 0");
+  const auto negative = run_dtsim(kPredict + "--nic-Gbps -100");
+  refused(zero, "--nic-Gbps");
+  refused(negative, "--nic-Gbps");
+  const auto range = [](const std::string& err) { return err.substr(err.find('['), err.find(']') - err.find('[') + 1); };
+  CHECK(range(zero.err) == range(negative.err));
+}
+
+TEST_CASE("a range step out of bounds is named as the step") {
+  const auto r = run_dtsim("sweep --model resnet50 --batch-per-gpu 64 --gpus 1..8:x1");
+  refused(r, "--gpus");
+  CHECK(r.err.find("step 'x1'") != std::string::npos);
+}
+
+TEST_CASE("train-predictors on a folder without measurements says so") {
+  study_test::TempDir d("emptydata");
+  const auto r = run_dtsim("train-predictors --data " + d.path + " --out " + d.path + "/out");
+  refused(r, "--data");
+  CHECK(r.err.find("no measurement CSVs") != std::string::npos);
+  CHECK(r.err.find("unknown GPU") == std::string::npos);
+}
+
+TEST_CASE("--version names the version") {
+  const auto r = run_dtsim("--version");
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("dtsim ", 0) == 0);
+}
+
+TEST_CASE("kernel and models write --out, and kernel takes --precision") {
+  study_test::TempDir d("outflags");
+  const std::string k = "kernel --gpu h100-sxm --kind gemm --pass fwd --shape M=1024,N=1024,K=1024 ";
+  const auto shown = run_dtsim(k + "--precision bf16");
+  REQUIRE(shown.code == 0);
+  CHECK(shown.out == run_dtsim(k + "--dtype bf16").out);
+  CHECK(shown.out != run_dtsim(k).out);
+  const auto written = run_dtsim(k + "--precision bf16 --out " + d.path + "/k.txt");
+  CHECK(written.code == 0);
+  CHECK(written.out.empty());
+  CHECK(study_test::slurp(d.path + "/k.txt") == shown.out);
+  const auto models = run_dtsim("models");
+  REQUIRE(models.code == 0);
+  CHECK(run_dtsim("models --out " + d.path + "/m.txt").out.empty());
+  CHECK(study_test::slurp(d.path + "/m.txt") == models.out);
+}
+
+TEST_CASE("strategies table starts every summary in one column") {
+  const auto r = run_dtsim("strategies");
+  REQUIRE(r.code == 0);
+  size_t column = std::string::npos;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Defaults:", 0) == 0) break;
+    const size_t c = line.find_first_not_of(' ', line.find(' '));
+    if (column == std::string::npos) column = c;
+    CHECK(c == column);
+  }
+}
+
+TEST_CASE("flags a command does not read are refused") {
+  for (const char* f : {"--nic-Gbps 1", "--latency-scale 100", "--gpus-per-node 2", "--intra-node-GBps 10", "--launch-overhead-scale 2"})
+    refused(run_dtsim(std::string("roofline --model resnet50 --batch-per-gpu 8 ") + f), std::string(f).substr(0, std::string(f).find(' ')));
+  CHECK(run_dtsim("roofline --model resnet50 --batch-per-gpu 8 --flops-scale 2").code == 0);
+  for (const char* s : {"ps", "easgd-async", "easgd-sync"}) refused(run_dtsim(kPredict + "--gpus 16 --strategy " + s + " --algo ring"), "--algo");
+  for (const char* s : {"easgd-sync", "easgd-async", "local-sgd", "grid"})
+    refused(run_dtsim(kPredict + "--gpus 16 --strategy " + s + " --no-overlap"), "--no-overlap");
+  refused(run_dtsim("sweep --model resnet50 --batch-per-gpu 64 --gpus 16 --strategy ps --algo tree"), "--algo");
+  // Where they are read they change the answer.
+  CHECK(run_dtsim(kPredict + "--gpus 16 --strategy ps --no-overlap --format json").out != run_dtsim(kPredict + "--gpus 16 --strategy ps --format json").out);
+  CHECK(run_dtsim(kPredict + "--gpus 16 --strategy dp --algo tree --format json").out != run_dtsim(kPredict + "--gpus 16 --strategy dp --algo ring --format json").out);
+}
