@@ -7,6 +7,7 @@
 #include "workload/kernel_spec.hpp"
 #include "compute/compute_model.hpp"
 #include "sim/framework.hpp"
+#include "sim/multi_tensor.hpp"
 #include "sim/predict.hpp"
 
 namespace dtsim::cli {
@@ -66,6 +67,11 @@ class KernelCommand : public Command {
     // A depthwise convolution the framework runs on its own kernels is priced as those, as in predict.
     if (c.framework.depthwise_conv_native && pytorch_runs_native_depthwise(k)) k.variant = kNativeDepthwise;
     if (c.framework.batchnorm_native_bf16 && pytorch_runs_native_batchnorm(k)) k.variant = kNativeBatchnorm;
+    // A framework that runs the optimizer as foreach passes moves their bytes, which its time is
+    // priced from (sim/multi_tensor.hpp): the bytes shown are those, not the fused kernel's.
+    if ((k.kind == KernelKind::SgdUpdate || k.kind == KernelKind::AdamUpdate) &&
+        runs_multi_tensor(c.framework.multi_tensor_optimizer, update_optimizer_name(k)))
+      k.bytes = multi_tensor_step_bytes(c.framework.multi_tensor_optimizer, update_optimizer_name(k), {k.shape[0]});
     const GpuSpec& gpu = c.gpu;
     auto model = cluster_compute_model(model_, c);
     KernelTime t = model->time(k);

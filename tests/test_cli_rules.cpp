@@ -141,3 +141,45 @@ TEST_CASE("flags a command does not read are refused") {
   CHECK(run_dtsim(kPredict + "--gpus 16 --strategy ps --no-overlap --format json").out != run_dtsim(kPredict + "--gpus 16 --strategy ps --format json").out);
   CHECK(run_dtsim(kPredict + "--gpus 16 --strategy dp --algo tree --format json").out != run_dtsim(kPredict + "--gpus 16 --strategy dp --algo ring --format json").out);
 }
+
+TEST_CASE("fp16 prices convolutions, matmuls and a transformer's kernels as bf16 does") {
+  for (const std::string k : {"kernel --gpu h100-sxm --kind conv2d --pass fwd --shape N=32,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1",
+                              "kernel --gpu h100-sxm --kind gemm --pass fwd --shape M=4096,N=1024,K=1024"}) {
+    auto time_of = [&](const char* p) {
+      const auto r = run_dtsim(k + " --format json --precision " + p);
+      REQUIRE(r.code == 0);
+      return r.out.substr(r.out.find("\"time_s\""), 40);
+    };
+    CHECK(time_of("fp16") == time_of("bf16"));
+  }
+  // gpt2_small has no batchnorm: the kernels' time is the same, GradScaler's work aside (its unscale
+  // in the optimizer's time; the loss scaling, a few microseconds, in the kernels': 3 us of 40 ms).
+  auto kernels_s = [](const char* p) {
+    const auto r = run_dtsim(std::string("predict --model gpt2_small --batch-per-gpu 8 --format json --precision ") + p);
+    REQUIRE(r.code == 0);
+    auto num = [&](const std::string& key) { return std::stod(r.out.substr(r.out.find("\"" + key + "\": ") + key.size() + 4)); };
+    return num("compute_s") - num("optimizer_s");
+  };
+  CHECK(kernels_s("fp16") == Approx(kernels_s("bf16")).epsilon(2e-4));
+  // Batchnorm is the one kernel they differ in: PyTorch runs bf16's on its own kernels, fp16's on cuDNN's.
+  const std::string bn = "kernel --gpu h100-sxm --kind batchnorm --pass fwd --shape N=64,C=64,H=112,W=112 --framework pytorch --format json --precision ";
+  CHECK(run_dtsim(bn + "fp16").out != run_dtsim(bn + "bf16").out);
+}
+
+TEST_CASE("kernel: a foreach optimizer update reports the bytes its time streams") {
+  const int64_t params = 25557032;
+  const auto r = run_dtsim("kernel --gpu h100-sxm --kind adam_update --pass update --shape params=" + std::to_string(params) +
+                           " --framework pytorch --format json");
+  REQUIRE(r.code == 0);
+  auto num = [&](const std::string& key) { return std::stod(r.out.substr(r.out.find("\"" + key + "\": ") + key.size() + 4)); };
+  const double bytes = num("bytes"), time_s = num("time_s");
+  INFO(r.out);
+  // PyTorch's foreach AdamW passes move far more than the fused kernel's 28 bytes a parameter, and
+  // the time cannot stream them faster than the GPU's memory (3.35 TB/s on an H100 SXM).
+  CHECK(bytes / params > 60);
+  CHECK(bytes / time_s < 3.35e12);
+  CHECK(bytes / time_s > 0.5 * 3.35e12);
+  // Without a framework the fused kernel's bytes remain.
+  const auto fused = run_dtsim("kernel --gpu h100-sxm --kind adam_update --pass update --shape params=" + std::to_string(params) + " --format json");
+  CHECK(fused.out.find("\"bytes\": " + std::to_string(28 * params)) != std::string::npos);
+}
