@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "core/args.hpp"
 #include "core/error.hpp"
 #include "core/output.hpp"
 #include "sim/framework.hpp"
@@ -105,11 +106,19 @@ Graph TrainingFlags::load_model(const std::string& name_or_path, int64_t batch) 
 }
 
 void TrainingFlags::check_strategy_flags() const {
-  const auto s = make_strategy(strategy);
-  if (algo_opt && algo_opt->count() && !s->uses_algo())
-    throw InputError("--algo", "does not apply to --strategy " + strategy + ", which prices its exchanges itself (no all-reduce algorithm to choose)");
-  if (overlap_opt && overlap_opt->count() && !s->uses_overlap())
-    throw InputError("--no-overlap", "does not apply to --strategy " + strategy + ", whose communication never overlaps the backward pass");
+  // plan takes a list of strategies: a flag is refused when none of them reads it.
+  const bool algo_given = algo_opt && algo_opt->count(), overlap_given = overlap_opt && overlap_opt->count();
+  if (algo_given || overlap_given) {
+    bool reads_algo = false, reads_overlap = false;
+    for (const auto& name : split(strategy, ',')) {
+      const auto s = make_strategy(name);
+      reads_algo |= s->uses_algo(), reads_overlap |= s->uses_overlap();
+    }
+    if (algo_given && !reads_algo)
+      throw InputError("--algo", "does not apply to --strategy " + strategy + ", which prices its exchanges itself (no all-reduce algorithm to choose)");
+    if (overlap_given && !reads_overlap)
+      throw InputError("--no-overlap", "does not apply to --strategy " + strategy + ", whose communication never overlaps the backward pass");
+  }
   for (const auto& f : strategy_flags)
     if (f.option->count() > 0 && *f.value < f.min)
       throw InputError(f.option->get_name(), "must be at least " + std::to_string(f.min) + ", got " + std::to_string(*f.value) +

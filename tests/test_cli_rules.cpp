@@ -59,7 +59,7 @@ TEST_CASE("time to train counts whole steps, at least one") {
   CHECK(r.out.find("Training 0 steps") == std::string::npos);
 }
 
-TEST_CASE("--dataset-size takes 1e6 as --epochs does, and refuses a fraction") {
+TEST_CASE("dataset size takes 1e6 as epochs does, and refuses a fraction") {
   const auto a = run_dtsim(kPredict + "--dataset-size 1e6 --epochs 1 --format json");
   const auto b = run_dtsim(kPredict + "--dataset-size 1000000 --epochs 1 --format json");
   REQUIRE(a.code == 0);
@@ -93,7 +93,7 @@ TEST_CASE("train-predictors on a folder without measurements says so") {
   CHECK(r.err.find("unknown GPU") == std::string::npos);
 }
 
-TEST_CASE("--version names the version") {
+TEST_CASE("the version flag names the version") {
   const auto r = run_dtsim("--version");
   CHECK(r.code == 0);
   CHECK(r.out.rfind("dtsim ", 0) == 0);
@@ -182,4 +182,15 @@ TEST_CASE("kernel: a foreach optimizer update reports the bytes its time streams
   // Without a framework the fused kernel's bytes remain.
   const auto fused = run_dtsim("kernel --gpu h100-sxm --kind adam_update --pass update --shape params=" + std::to_string(params) + " --format json");
   CHECK(fused.out.find("\"bytes\": " + std::to_string(28 * params)) != std::string::npos);
+}
+
+TEST_CASE("roofline names its compute model and prices with the measured predictors on request") {
+  const auto pure = run_dtsim("roofline --model resnet50 --batch-per-gpu 64");
+  const auto measured = run_dtsim("roofline --model resnet50 --batch-per-gpu 64 --compute-model auto");
+  REQUIRE(pure.code == 0);
+  REQUIRE(measured.code == 0);
+  CHECK(pure.out.find("compute model roofline") != std::string::npos);
+  CHECK(measured.out.find("compute model roofline") == std::string::npos);
+  CHECK(pure.out.substr(0, pure.out.find('\n')) != measured.out.substr(0, measured.out.find('\n')));
+  refused(run_dtsim("roofline --model resnet50 --batch-per-gpu 64 --compute-model nope"), "--compute-model");
 }
