@@ -194,3 +194,19 @@ TEST_CASE("roofline names its compute model and prices with the measured predict
   CHECK(pure.out.substr(0, pure.out.find('\n')) != measured.out.substr(0, measured.out.find('\n')));
   refused(run_dtsim("roofline --model resnet50 --batch-per-gpu 64 --compute-model nope"), "--compute-model");
 }
+
+TEST_CASE("plan plot names the cost's currency and colours the front by cluster") {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    WARN("gnuplot is not installed: plot not drawn");
+    return;
+  }
+  study_test::TempDir d("planplot");
+  const auto r = run_dtsim("plan --model resnet50 --dataset-size 1281167 --epochs 90 --cluster h100-sxm,a100-sxm --gpus 8..256:x2 "
+                           "--batch-per-gpu 64,128 --plot " + d.path + "/p.svg");
+  REQUIRE(r.code == 0);
+  const std::string svg = study_test::slurp(d.path + "/p.svg");
+  CHECK(svg.find("currency") != std::string::npos);
+  // Both clusters are on the front here (the fastest on h100-sxm, the cheapest on a100-sxm): a legend entry each.
+  CHECK(svg.find(">h100-sxm<") != std::string::npos);
+  CHECK(svg.find(">a100-sxm<") != std::string::npos);
+}
