@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "core/args.hpp"
 #include "core/error.hpp"
 #include "core/output.hpp"
 #include "sim/framework.hpp"
@@ -36,13 +37,13 @@ void TrainingFlags::add_to(CLI::App* c) {
                 "How the step is issued: eager, cuda-graphs (the whole step captured), compile (torch.compile: Inductor fuses "
                 "memory-bound kernels), compile-cuda-graphs (torch.compile mode=\"reduce-overhead\")")
       ->capture_default_str();
-  c->add_option("--algo", algo, "All-reduce algorithm: " + join_names(collective_algorithm_names()) + " (auto: NCCL's choice per bucket)")
+  algo_opt = c->add_option("--algo", algo, "All-reduce algorithm: " + join_names(collective_algorithm_names()) + " (auto: NCCL's choice per bucket)")
       ->capture_default_str();
   c->add_option("--compute-model", compute_model, "Kernel times: auto (measured MLP predictors where shipped, else roofline), mlp, roofline")
       ->capture_default_str();
   c->add_option("--framework", framework, "Framework profile for host costs: " + join_names(framework_presets()) + " (configs/frameworks) or a JSON file")
       ->capture_default_str();
-  c->add_flag_callback("--no-overlap", [this] { overlap = false; }, "All-reduce gradients after the backward pass instead of overlapping");
+  overlap_opt = c->add_flag_callback("--no-overlap", [this] { overlap = false; }, "All-reduce gradients after the backward pass instead of overlapping");
   c->add_option("--strategy", strategy, "Training strategy (dtsim strategies describes them): " + join_names(strategy_names()))->capture_default_str();
   StrategyParams& sp = strategy_params;
   const std::string from_config = "the default of configs/strategies.json";
@@ -105,6 +106,19 @@ Graph TrainingFlags::load_model(const std::string& name_or_path, int64_t batch) 
 }
 
 void TrainingFlags::check_strategy_flags() const {
+  // plan takes a list of strategies: a flag is refused when none of them reads it.
+  const bool algo_given = algo_opt && algo_opt->count(), overlap_given = overlap_opt && overlap_opt->count();
+  if (algo_given || overlap_given) {
+    bool reads_algo = false, reads_overlap = false;
+    for (const auto& name : split(strategy, ',')) {
+      const auto s = make_strategy(name);
+      reads_algo |= s->uses_algo(), reads_overlap |= s->uses_overlap();
+    }
+    if (algo_given && !reads_algo)
+      throw InputError("--algo", "does not apply to --strategy " + strategy + ", which prices its exchanges itself (no all-reduce algorithm to choose)");
+    if (overlap_given && !reads_overlap)
+      throw InputError("--no-overlap", "does not apply to --strategy " + strategy + ", whose communication never overlaps the backward pass");
+  }
   for (const auto& f : strategy_flags)
     if (f.option->count() > 0 && *f.value < f.min)
       throw InputError(f.option->get_name(), "must be at least " + std::to_string(f.min) + ", got " + std::to_string(*f.value) +

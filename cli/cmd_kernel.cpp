@@ -7,6 +7,7 @@
 #include "workload/kernel_spec.hpp"
 #include "compute/compute_model.hpp"
 #include "sim/framework.hpp"
+#include "sim/multi_tensor.hpp"
 #include "sim/predict.hpp"
 
 namespace dtsim::cli {
@@ -29,7 +30,7 @@ class KernelCommand : public Command {
     for (KernelKind k : spec_kinds()) kind_names.push_back(kind_name(k));
     c->add_option("--kind", kind_, join_names(kind_names))->required();
     c->add_option("--pass", pass_, "fwd, bwd_data, bwd_filter (conv2d), bwd_weight (gemm), bwd, update")->required();
-    c->add_option("--dtype", dtype_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16")->capture_default_str();
+    c->add_option("--precision,--dtype", dtype_, "fp32 (PyTorch default: TF32 convolutions, FP32 matmuls), tf32, bf16, fp16 (--dtype: the same flag)")->capture_default_str();
     c->add_option("--shape", shape_,
                   "Comma-separated NAME=VALUE: conv2d N,C,H,W,K,R,S,stride,pad,dil,groups; gemm M,N,K (C[MxN] = A[MxK] B[KxN]); batchnorm "
                   "N,C,H,W; pool N,C,H,W,R,S,stride,pad; activation/add/concat elements; softmax_ce N,classes; sgd_update and adam_update params; "
@@ -48,6 +49,7 @@ class KernelCommand : public Command {
         ->capture_default_str();
     c->add_option("--compute-model", model_, one_of(compute_model_names()))->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+    c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
     return c;
   }
 
@@ -65,6 +67,11 @@ class KernelCommand : public Command {
     // A depthwise convolution the framework runs on its own kernels is priced as those, as in predict.
     if (c.framework.depthwise_conv_native && pytorch_runs_native_depthwise(k)) k.variant = kNativeDepthwise;
     if (c.framework.batchnorm_native_bf16 && pytorch_runs_native_batchnorm(k)) k.variant = kNativeBatchnorm;
+    // A framework that runs the optimizer as foreach passes moves their bytes, which its time is
+    // priced from (sim/multi_tensor.hpp): the bytes shown are those, not the fused kernel's.
+    if ((k.kind == KernelKind::SgdUpdate || k.kind == KernelKind::AdamUpdate) &&
+        runs_multi_tensor(c.framework.multi_tensor_optimizer, update_optimizer_name(k)))
+      k.bytes = multi_tensor_step_bytes(c.framework.multi_tensor_optimizer, update_optimizer_name(k), {k.shape[0]});
     const GpuSpec& gpu = c.gpu;
     auto model = cluster_compute_model(model_, c);
     KernelTime t = model->time(k);
@@ -76,13 +83,13 @@ class KernelCommand : public Command {
       if (nhwc) j["memory_format"] = memory_format_name(k.format);
       if (*k.variant) j["variant"] = k.variant;
       if (!framework_.empty()) j["framework"] = c.framework.name;
-      emit("", dump(j));
+      emit(out_, dump(j));
     } else {
       Table tab{{"kernel", "time", "FLOPs", "bytes", "TFLOP/s", "GB/s", "source"}, {}};
       tab.rows.push_back({kind_ + " " + pass_ + " " + dtype_ + (nhwc ? std::string(" channels_last") : ""), fmt_time(t.seconds), fmt_count(k.flops), fmt_count(k.bytes),
                           fmt_sig(k.flops / t.seconds / 1e12, 4), fmt_sig(k.bytes / t.seconds / 1e9, 4),
                           source + (t.in_range ? "" : " (outside its measured range)")});
-      emit("", tab.to_text() + "compute model: " + model->note() + "\n");
+      emit(out_, tab.to_text() + "compute model: " + model->note() + "\n");
     }
     return 0;
   }
@@ -108,7 +115,7 @@ class KernelCommand : public Command {
     }
   }
 
-  std::string gpu_, kind_, pass_, dtype_ = "fp32", shape_, variant_, memory_format_ = "contiguous", model_ = "auto", format_ = "table", framework_;
+  std::string gpu_, kind_, pass_, dtype_ = "fp32", shape_, variant_, memory_format_ = "contiguous", model_ = "auto", format_ = "table", framework_, out_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@ class ModelsCommand : public Command {
     add_allow_unknown_ops(c, allow_unknown_ops_);
     add_seq_len(c, seq_len_);
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
+    c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
     return c;
   }
 
@@ -54,7 +55,7 @@ class ModelsCommand : public Command {
       j["layer_list"] = std::move(layers);
       j["notes"] = g.notes;
       print_notes(g);
-      std::cout << dump(j);
+      emit(out_, dump(j));
       return 0;
     }
     Table t;
@@ -63,12 +64,11 @@ class ModelsCommand : public Command {
       t.rows.push_back({l.name, op_of(g, l), input_of(g, l), l.out.str(), std::to_string(l.params()), std::to_string(l.fwd_macs())});
     print_notes(g);
     if (format_ == "csv") {
-      std::cout << t.to_csv();
+      emit(out_, t.to_csv());
       return 0;
     }
-    std::cout << g.name << ": " << g.params() << " parameters, " << fmt_count(static_cast<double>(g.fwd_macs_per_sample()))
-              << " MACs per sample forward, " << g.layers.size() << " layers\n"
-              << t.to_text();
+    emit(out_, g.name + ": " + std::to_string(g.params()) + " parameters, " + fmt_count(static_cast<double>(g.fwd_macs_per_sample())) +
+                   " MACs per sample forward, " + std::to_string(g.layers.size()) + " layers\n" + t.to_text());
     return 0;
   }
 
@@ -85,12 +85,11 @@ class ModelsCommand : public Command {
                         human ? fmt_count(static_cast<double>(g.fwd_macs_per_sample())) : std::to_string(g.fwd_macs_per_sample()),
                         std::to_string(g.layers.size()), g.token_input ? std::to_string(g.input.h) + " token ids" : g.input.str()});
     }
-    if (format_ == "json") std::cout << dump(all);
-    else std::cout << (format_ == "csv" ? t.to_csv() : t.to_text());
+    emit(out_, format_ == "json" ? dump(all) : format_ == "csv" ? t.to_csv() : t.to_text());
     return 0;
   }
 
-  std::string model_, format_ = "table";
+  std::string model_, format_ = "table", out_;
   int64_t batch_ = 1, seq_len_ = 0;
   bool allow_unknown_ops_ = false;
 };

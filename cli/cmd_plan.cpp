@@ -50,7 +50,7 @@ class PlanCommand : public Command {
     c->add_option("--batch-per-gpu", batches_, "Batch sizes per GPU, same list syntax")->required();
     c->add_option("--bucket-mb", buckets_, "DDP bucket sizes in MiB, a list (default: the cluster's, PyTorch's 25)");
     c->add_option("--cluster-nodes", cluster_nodes_, "Nodes every cluster has (overrides the presets)");
-    c->add_option("--dataset-size", dataset_size_, "Samples per epoch")->required()->group("Goal and limits");
+    c->add_option("--dataset-size", dataset_size_, "Samples per epoch (1281167, 1.2e6 or 1M)")->required()->group("Goal and limits");
     c->add_option("--epochs", epochs_, "Epochs")->required()->group("Goal and limits");
     c->add_option("--price-per-gpu-hour", price_, "Price of one GPU-hour for every cluster (default: each cluster file's price_per_gpu_hour)")
         ->group("Goal and limits");
@@ -103,7 +103,7 @@ class PlanCommand : public Command {
     if (given("--bucket-mb")) s.bucket_mbs = parse_real_list("--bucket-mb", buckets_, -1e300, 1e300);
     if (given("--cluster-nodes")) s.cluster_nodes = checked_cluster_nodes(cluster_nodes_);
     s.what_ifs = what_if_grid(whatif_.axes());
-    s.dataset_size = dataset_size_;
+    s.dataset_size = parse_count("--dataset-size", dataset_size_);
     s.epochs = epochs_;
     if (given("--price-per-gpu-hour")) s.price_per_gpu_hour = price_;
     if (given("--deadline-h")) {
@@ -147,7 +147,8 @@ class PlanCommand : public Command {
   TrainingFlags flags_;
   WhatIfFlags whatif_;
   std::string model_, gpus_ = "1", batches_, buckets_, plot_, objective_ = "time";
-  int64_t cluster_nodes_ = 0, dataset_size_ = 0, max_global_batch_ = 0, top_ = 10, threads_ = 0, seq_len_ = 0;
+  std::string dataset_size_;
+  int64_t cluster_nodes_ = 0, max_global_batch_ = 0, top_ = 10, threads_ = 0, seq_len_ = 0;
   bool partial_nodes_ = false;
   double epochs_ = 0, price_ = 0, deadline_h_ = 0, budget_ = 0;
 };

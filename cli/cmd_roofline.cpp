@@ -6,6 +6,7 @@
 #include "workload/model_json.hpp"
 #include "report/roofline_report.hpp"
 #include "report/study_plots.hpp"
+#include "compute/compute_model.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -22,6 +23,11 @@ class RooflineCommand : public Command {
     c->add_option("--optimizer", mode_.optimizer, "torch.optim optimizer (foreach): sgd, adamw, adam")->capture_default_str();
     c->add_option("--execution", mode_.execution, "eager, cuda-graphs, compile, compile-cuda-graphs (the kernels Inductor fuses)")->capture_default_str();
     c->add_option("--plot", plot_, "Draw the roofline to FILE.png or FILE.svg (gnuplot)");
+    c->add_option("--compute-model", compute_model_,
+                  "Kernel times: roofline (the pure roofline, default), auto or mlp (the measured predictors predict prices with; the "
+                  "points then sit where those times put them)")
+        ->check(CLI::IsMember(compute_model_names()))
+        ->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
     c->add_option("--out", out_, "Write the output to FILE (atomically) instead of stdout");
     add_allow_unknown_ops(c, allow_unknown_ops_);
@@ -31,6 +37,13 @@ class RooflineCommand : public Command {
   }
 
   int run() override {
+    // The roofline is one GPU's: what-ifs of its links, network or host change no kernel on it.
+    for (size_t i = 0; i < whatif_.options.size(); ++i) {
+      const std::string& axis = what_if_axes()[i];
+      if (whatif_.options[i] && whatif_.options[i]->count() && axis != "flops_scale" && axis != "memory_bandwidth_scale")
+        throw InputError(WhatIfFlags::flag_of(axis), "does not apply to roofline, which places kernels on one GPU (only --flops-scale and "
+                                                     "--memory-bandwidth-scale change it; dtsim predict takes the others)");
+    }
     if (batch_ < 1 || batch_ > kMaxBatchPerGpu)
       throw InputError("--batch-per-gpu", "must be in [1, " + std::to_string(kMaxBatchPerGpu) + "], got " + std::to_string(batch_));
     ModelLoadOptions options;  // ONNX shape inference runs at the per-GPU batch
@@ -42,7 +55,7 @@ class RooflineCommand : public Command {
     ClusterSpec c = apply_what_if(load_cluster(cluster_), whatif_.single());
     Precision p = parse_precision(precision_);
     if (!plot_.empty()) plot_format("--plot", plot_), find_gnuplot("--plot");
-    RooflineReport r = roofline_report(g, c, batch_, p, "roofline", parse_step_mode(mode_));
+    RooflineReport r = roofline_report(g, c, batch_, p, compute_model_, parse_step_mode(mode_));
     std::string text = format_ == "json" ? dump(roofline_json(r)) : format_ == "csv" ? roofline_csv(r).to_csv() : roofline_text(r);
     if (!plot_.empty()) roofline_plot(r, plot_, "--plot").commit();
     emit(out_, text);
@@ -52,7 +65,7 @@ class RooflineCommand : public Command {
  private:
   WhatIfFlags whatif_;
   StepModeNames mode_;
-  std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", plot_, format_ = "table", out_;
+  std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", compute_model_ = "roofline", plot_, format_ = "table", out_;
   int64_t batch_ = 0;
   bool allow_unknown_ops_ = false;
   int64_t seq_len_ = 0;

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "cli/command.hpp"
 #include "core/output.hpp"
 #include "sim/strategy.hpp"
@@ -26,7 +28,9 @@ class StrategiesCommand : public Command {
     else if (format_ == "csv") emit(out_, t.to_csv());
     else {
       std::string text;
-      for (const auto& r : t.rows) text += r[0] + std::string(r[0].size() < 14 ? 14 - r[0].size() : 1, ' ') + r[1] + "\n";
+      size_t width = 0;  // the longest name and two spaces: every summary starts in one column
+      for (const auto& r : t.rows) width = std::max(width, r[0].size() + 2);
+      for (const auto& r : t.rows) text += r[0] + std::string(width - r[0].size(), ' ') + r[1] + "\n";
       emit(out_, text + "Defaults: configs/strategies.json; `dtsim strategies --format csv` adds what each trades away.\n");
     }
     return 0;

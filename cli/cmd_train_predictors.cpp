@@ -24,6 +24,7 @@ class TrainPredictorsCommand : public Command {
   }
 
   int run() override {
+    check_data_folder(app_->remaining());
     std::error_code ec;
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) throw InputError("train-predictors", "cannot locate the dtsim executable");
@@ -40,6 +41,29 @@ class TrainPredictorsCommand : public Command {
   }
 
  private:
+  // --data as the trainer reads it (its kernels/ subfolder if present): a folder holding the
+  // harness's CSVs. Checked here, before the trainer takes the folder's name for a GPU's.
+  static void check_data_folder(const std::vector<std::string>& args) {
+    namespace fs = std::filesystem;
+    std::string data;
+    bool files = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--data" && i + 1 < args.size()) data = args[i + 1];
+      else if (args[i].rfind("--data=", 0) == 0) data = args[i].substr(7);
+      files |= args[i] == "--files" || args[i].rfind("--files=", 0) == 0;
+    }
+    if (data.empty() || files) return;  // the trainer reports a missing --data; --files names its own CSVs
+    std::error_code ec;
+    if (!fs::is_directory(data, ec)) throw InputError("--data", "'" + data + "' is not a folder");
+    const std::string dir = fs::is_directory(data + "/kernels", ec) ? data + "/kernels" : data;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      auto ends = [&](const std::string& tail) { return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0; };
+      if (ends(".csv") || ends(".csv.gz")) return;
+    }
+    throw InputError("--data", "no measurement CSVs (*.csv, *.csv.gz) found in '" + dir + "'");
+  }
+
   CLI::App* app_ = nullptr;
 };
 

@@ -46,10 +46,12 @@ struct TrainingFlags : RunSpec {
     std::string default_note;  // what leaving the flag out gives
   };
   std::vector<StrategyFlag> strategy_flags;  // filled by add_to
+  const CLI::Option *algo_opt = nullptr, *overlap_opt = nullptr;
   void add_to(CLI::App* c);
   // The library reads 0 (--batches-to-wait: -1) as "take configs/strategies.json's default"; on the
   // command line the default is had by leaving the flag out, so a given 0 or negative is refused
   // (InputError naming the flag). config() calls it; commands that read strategy_params call it too.
+  // It also refuses --algo and --no-overlap with a strategy that does not read them.
   void check_strategy_flags() const;
   TrainingConfig config() const;
   // Loads a zoo name, JSON or ONNX file; ONNX shape inference runs with `batch` (the per-GPU batch).

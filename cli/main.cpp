@@ -12,6 +12,8 @@ static int run(int argc, char** argv) {
   CLI::App app{"dtsim: predicts the iteration time and scaling of data-parallel neural-network training on GPU clusters"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
+  const std::string commit = DTSIM_GIT_COMMIT;
+  app.set_version_flag("--version", std::string("dtsim ") + DTSIM_VERSION + (commit.empty() ? "" : " (commit " + commit + ")"));
   auto commands = cli::all_commands();
   std::vector<CLI::App*> subs;
   std::string names;
@@ -30,6 +32,8 @@ static int run(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();

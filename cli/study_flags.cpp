@@ -1,6 +1,7 @@
 #include "cli/study_flags.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/args.hpp"
@@ -52,7 +53,8 @@ std::vector<std::pair<std::string, std::vector<double>>> WhatIfFlags::axes() con
     if (!options[i] || !options[i]->count()) continue;
     const std::string& axis = what_if_axes()[i];
     const std::string flag = flag_of(axis);
-    std::vector<double> v = parse_real_list(flag, values[i], 0, 1e12);
+    // The axis's own bounds (set_what_if_axis) are the one rule its values are checked against.
+    std::vector<double> v = parse_real_list(flag, values[i], -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
     WhatIf probe;
     for (double x : v) set_what_if_axis(probe, axis, x, flag);
     out.push_back({axis, v});
@@ -70,24 +72,15 @@ WhatIf WhatIfFlags::single() const {
 }
 
 void TrainFlags::add_to(CLI::App* c) {
-  dataset_opt = c->add_option("--dataset-size", dataset_size, "Samples per epoch, for time to train (with --epochs)")->group("Time and cost to train");
+  dataset_opt = c->add_option("--dataset-size", dataset_size, "Samples per epoch, for time to train (with --epochs): 1281167, 1.2e6 or 1M")->group("Time and cost to train");
   epochs_opt = c->add_option("--epochs", epochs, "Epochs, for time to train (with --dataset-size)")->group("Time and cost to train");
   price_opt = c->add_option("--price-per-gpu-hour", price, "Price of one GPU-hour, for the cost (any currency)")->group("Time and cost to train");
 }
 
 TrainGoal TrainFlags::goal(TrainGoal g) const {
-  if (dataset_opt->count()) {
-    if (dataset_size < 1) throw InputError("--dataset-size", "must be at least 1");
-    g.dataset_size = dataset_size;
-  }
-  if (epochs_opt->count()) {
-    if (!(epochs > 0) || epochs > 1e6) throw InputError("--epochs", "must be in (0, 1e6]");
-    g.epochs = epochs;
-  }
-  if (price_opt->count()) {
-    if (!(price >= 0) || price > 1e9) throw InputError("--price-per-gpu-hour", "must be in [0, 1e9]");
-    g.price_per_gpu_hour = price;
-  }
+  if (dataset_opt->count()) g.dataset_size = checked_dataset_size("--dataset-size", parse_count("--dataset-size", dataset_size));
+  if (epochs_opt->count()) g.epochs = checked_epochs("--epochs", epochs);
+  if (price_opt->count()) g.price_per_gpu_hour = checked_price("--price-per-gpu-hour", price);
   g.check(g.dataset_size ? "--epochs" : "--dataset-size", "--price-per-gpu-hour");
   return g;
 }

@@ -29,7 +29,7 @@ struct WhatIfFlags {
 };
 
 struct TrainFlags {
-  int64_t dataset_size = 0;
+  std::string dataset_size;  // an integer: 1281167, 1.2e6 or 1M (parse_count)
   double epochs = 0, price = 0;
   CLI::Option *dataset_opt = nullptr, *epochs_opt = nullptr, *price_opt = nullptr;
   void add_to(CLI::App* c);

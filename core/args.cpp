@@ -40,6 +40,21 @@ static int64_t parse_one(const std::string& flag, const std::string& s, int64_t 
   return x;
 }
 
+int64_t parse_count(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  std::strtoll(text.c_str(), &end, 10);
+  if (end != text.c_str() && errno == 0 && (*end == '\0' || ((*end == 'K' || *end == 'k' || *end == 'M' || *end == 'G') && end[1] == '\0')))
+    return parse_one(flag, text, 0, int64_t(1) << 62);
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw InputError(flag, "'" + text + "' is not an integer (as 1281167, 1.2e6 or 1M)");
+  if (v != std::floor(v)) throw InputError(flag, "'" + text + "' is not a whole number");
+  if (v < 0 || v > static_cast<double>(int64_t(1) << 62)) throw InputError(flag, "'" + text + "' must be in [0, " + std::to_string(int64_t(1) << 62) + "]");
+  return static_cast<int64_t>(v);
+}
+
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
   constexpr size_t kMaxValues = 100000;
   std::vector<int64_t> out;
@@ -56,8 +71,13 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
       hi_text = hi_text.substr(0, colon);
       if (step.size() < 2 || (step[0] != 'x' && step[0] != '+'))
         throw InputError(flag, "range step must be written xK (multiply) or +K (add), as in 1..64:x2 or 8..1024:+8");
-      if (step[0] == 'x') factor = parse_one(flag, step.substr(1), 2, 1 << 20);
-      else stride = parse_one(flag, step.substr(1), 1, INT64_MAX);
+      if (step[0] == 'x') {
+        factor = parse_one(flag, step.substr(1), 0, INT64_MAX);
+        if (factor < 2 || factor > (1 << 20)) throw InputError(flag, "range step '" + step + "' must multiply by a factor in [2, 1048576], as in 1..64:x2");
+      } else {
+        stride = parse_one(flag, step.substr(1), 0, INT64_MAX);
+        if (stride < 1) throw InputError(flag, "range step '" + step + "' must add at least 1, as in 8..1024:+8");
+      }
     }
     int64_t lo = parse_one(flag, item.substr(0, dots), min, max), hi = parse_one(flag, hi_text, min, max);
     if (lo > hi) throw InputError(flag, "range '" + item + "' runs backwards");

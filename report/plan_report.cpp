@@ -1,6 +1,8 @@
 #include "report/plan_report.hpp"
 
 #include <cstdio>
+#include <iterator>
+#include <map>
 #include <sstream>
 
 #include "core/output.hpp"
@@ -187,10 +189,27 @@ Plot plan_front_plot(const PlanSpec& s, const PlanResult& r, const std::string& 
   std::string d = "# time_to_train_h cost\n";
   for (const auto& c : r.pareto) d += num(c.time_to_train_s / 3600) + " " + num(c.cost) + "\n";
   std::vector<PlotFile> files{{"front.dat", d}};
+  // The front's points by cluster, each cluster in a colour of its own.
+  std::vector<std::string> clusters;
+  std::map<std::string, std::string> by_cluster;
+  for (const auto& c : r.pareto) {
+    if (!by_cluster.count(c.cluster)) clusters.push_back(c.cluster);
+    by_cluster[c.cluster] += num(c.time_to_train_s / 3600) + " " + num(c.cost) + "\n";
+  }
+  std::string points;
+  static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"};
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    const std::string file = "cluster" + std::to_string(i) + ".dat";
+    files.push_back({file, by_cluster[clusters[i]]});
+    points += ", " + gp_quote(file) + " using 1:2 with points pt 7 ps 1.1 lc rgb '" + colours[i % std::size(colours)] + "' title " + gp_quote(clusters[i]);
+  }
+  // A price is in the unit of the clusters' price_per_gpu_hour (or of --price-per-gpu-hour): dtsim
+  // keeps no currency, the shipped presets' are US dollars (their price_source).
+  const std::string unit = s.price_per_gpu_hour ? "--price-per-gpu-hour's currency" : "the clusters' price_per_gpu_hour currency (US$ for the shipped presets)";
   std::ostringstream gp;
   gp << "set title " << gp_quote(s.model + ": the fastest and the cheapest ways to train (" + std::to_string(r.feasible) + " feasible of " +
                                  std::to_string(r.evaluated) + " configurations)")
-     << "\nset xlabel 'time to train (h)'\nset ylabel 'cost'\nset grid\nset logscale x\nset key top right\n";
+     << "\nset xlabel 'time to train (h)'\nset ylabel " << gp_quote("cost, in " + unit) << "\nset grid\nset logscale x\nset key top right\n";
   if (r.fastest) {
     files.push_back({"ends.dat", num(r.fastest->time_to_train_s / 3600) + " " + num(r.fastest->cost) + "\n" + num(r.cheapest->time_to_train_s / 3600) +
                                      " " + num(r.cheapest->cost) + "\n"});
@@ -200,9 +219,9 @@ Plot plan_front_plot(const PlanSpec& s, const PlanResult& r, const std::string& 
     gp << "set label 1 " << gp_quote(label(*r.fastest, "fastest")) << " at " << num(r.fastest->time_to_train_s / 3600) << "," << num(r.fastest->cost)
        << " offset 2,0 font ',9'\n";
     gp << "set label 2 " << gp_quote(label(*r.cheapest, "cheapest")) << " at " << num(r.cheapest->time_to_train_s / 3600) << ","
-       << num(r.cheapest->cost) << " offset 1,-1 font ',9'\n";
-    gp << "plot 'front.dat' using 1:2 with linespoints pt 7 ps 0.8 title 'Pareto front', 'ends.dat' using 1:2 with points pt 6 ps 2.5 lc rgb 'red' "
-          "title 'fastest, cheapest'\n";
+       << num(r.cheapest->cost) << " right offset -1,-1 font ',9'\n";
+    gp << "plot 'front.dat' using 1:2 with lines lc rgb 'gray40' title 'Pareto front'" << points
+       << ", 'ends.dat' using 1:2 with points pt 6 ps 2.5 lc rgb 'red' title 'fastest, cheapest'\n";
   } else {
     gp << "set label 1 'no feasible configuration' at graph 0.5,0.5 center\nplot [1:10] [0:1] NaN notitle\n";
   }

@@ -77,7 +77,12 @@ const KindStyle& kind_style(KernelKind k) {
       {"#bcbd22", 8},   // softmax_ce: open triangle
       {"#17becf", 10},  // sgd_update: open triangle down
       {"#000080", 3},   // eltwise: star
+      {"#808000", 1},   // adam_update: plus
+      {"#ff1493", 12},  // layernorm: open diamond
+      {"#006400", 2},   // attention: cross
+      {"#b8860b", 14},  // embedding: open pentagon
   };
+  static_assert(std::size(styles) == kKernelKinds, "one style per kernel kind");
   const size_t i = static_cast<size_t>(k);
   return styles[i < std::size(styles) ? i : 0];
 }

@@ -32,6 +32,15 @@ std::string update_optimizer_name(const KernelDesc& k) { return k.kind == Kernel
 
 bool runs_multi_tensor(const MultiTensorOptimizer& m, const std::string& name) { return m.passes.count(name) > 0; }
 
+double multi_tensor_step_bytes(const MultiTensorOptimizer& m, const std::string& name, const std::vector<int64_t>& tensors) {
+  const auto it = m.passes.find(name);
+  if (it == m.passes.end()) return 0;
+  double bytes = 0;
+  for (const MultiTensorPass& pass : it->second)
+    for (int64_t elements : multi_tensor_launches(m, pass, tensors)) bytes += elements * pass.bytes_per_param;
+  return bytes;
+}
+
 double multi_tensor_step_s(const MultiTensorOptimizer& m, const std::string& name, const std::vector<int64_t>& tensors,
                            double memory_bandwidth_Bps) {
   const auto it = m.passes.find(name);

@@ -34,4 +34,7 @@ bool runs_multi_tensor(const MultiTensorOptimizer& m, const std::string& name);
 double multi_tensor_step_s(const MultiTensorOptimizer& m, const std::string& name, const std::vector<int64_t>& tensors,
                            double memory_bandwidth_Bps);
 
+// Bytes the passes of one optimizer step over `tensors` move: what multi_tensor_step_s streams.
+double multi_tensor_step_bytes(const MultiTensorOptimizer& m, const std::string& name, const std::vector<int64_t>& tensors);
+
 }  // namespace dtsim

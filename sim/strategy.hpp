@@ -104,6 +104,10 @@ class Strategy {
     (void)g, (void)where, (void)params, (void)grad_accum_steps;
     return {};
   }
+  // Whether its price reads the --algo all-reduce, and whether it replays DDP's backward pass with
+  // buckets (so that --no-overlap changes it); a flag a strategy does not read is refused.
+  virtual bool uses_algo() const { return true; }
+  virtual bool uses_overlap() const { return true; }
 };
 
 // Strategies by name; each registers itself in its sim/strategies/ file (DTSIM_REGISTER) with its

@@ -23,9 +23,6 @@ namespace {
 
 // Bounds on what a plan may ask for: beyond them the question is not a training run, or the search
 // would not fit in memory (32 bytes a configuration).
-constexpr int64_t kMaxDatasetSize = int64_t(1) << 50;
-constexpr double kMaxEpochs = 1e6;
-constexpr double kMaxPrice = 1e9;
 constexpr uint64_t kMaxPlanConfigs = uint64_t(1) << 25;
 constexpr size_t kMaxTop = 10'000;  // each reported configuration is predicted again (about 1 ms)
 
@@ -208,11 +205,9 @@ void check_plan(const PlanSpec& s) {
     ClusterSpec probe;
     set_bucket_mb(probe, mb, "--bucket-mb");
   }
-  if (s.dataset_size < 1 || s.dataset_size > kMaxDatasetSize)
-    throw InputError("--dataset-size", "required, in [1, " + std::to_string(kMaxDatasetSize) + "]");
-  if (!(s.epochs > 0) || s.epochs > kMaxEpochs) throw InputError("--epochs", "required, in (0, 1e6]");
-  if (s.price_per_gpu_hour && (!(*s.price_per_gpu_hour >= 0) || *s.price_per_gpu_hour > kMaxPrice))
-    throw InputError("--price-per-gpu-hour", "must be in [0, 1e9]");
+  checked_dataset_size("--dataset-size", s.dataset_size);
+  checked_epochs("--epochs", s.epochs);
+  if (s.price_per_gpu_hour) checked_price("--price-per-gpu-hour", *s.price_per_gpu_hour);
   if (s.deadline_s && !(*s.deadline_s > 0 && std::isfinite(*s.deadline_s))) throw InputError("--deadline-h", "must be greater than 0");
   if (s.budget && !(*s.budget >= 0 && std::isfinite(*s.budget))) throw InputError("--budget", "must be at least 0");
   if (s.max_global_batch && *s.max_global_batch < 1) throw InputError("--max-global-batch", "must be at least 1");

@@ -12,12 +12,20 @@
 
 namespace dtsim {
 
-namespace {
-// Bounds on what a study may ask for: beyond them the question is not a training run.
-constexpr int64_t kMaxDatasetSize = int64_t(1) << 50;
-constexpr double kMaxEpochs = 1e6;
-constexpr double kMaxPrice = 1e9;
-}  // namespace
+int64_t checked_dataset_size(const std::string& where, int64_t v) {
+  if (v < 1 || v > kMaxDatasetSize) throw InputError(where, "must be in [1, " + std::to_string(kMaxDatasetSize) + "] (2^50), got " + std::to_string(v));
+  return v;
+}
+
+double checked_epochs(const std::string& where, double v) {
+  if (!(v > 0) || v > kMaxEpochs) throw InputError(where, "must be in (0, " + fmt_number(kMaxEpochs) + "], got " + fmt_number(v));
+  return v;
+}
+
+double checked_price(const std::string& where, double v) {
+  if (!(v >= 0) || v > kMaxPrice) throw InputError(where, "must be in [0, " + fmt_number(kMaxPrice) + "], got " + fmt_number(v));
+  return v;
+}
 
 void TrainGoal::check(const std::string& where_dataset, const std::string& where_price) const {
   if (dataset_size.has_value() != epochs.has_value())
@@ -31,7 +39,10 @@ TrainEstimate train_estimate(int64_t gpus, int64_t batch_per_gpu, double iterati
   TrainEstimate e;
   const int64_t global_batch = batch_per_gpu * gpus;
   e.steps_per_epoch = (*goal.dataset_size + global_batch - 1) / global_batch;
-  e.steps = static_cast<double>(e.steps_per_epoch) * *goal.epochs;
+  // Whole steps: a fraction of an epoch still runs its last step, and any training runs one. The
+  // relative tolerance keeps 90 x 5005 at 450450 despite rounding.
+  const double exact = static_cast<double>(e.steps_per_epoch) * *goal.epochs;
+  e.steps = std::max(1.0, std::ceil(exact * (1 - 1e-12)));
   e.time_s = e.steps * iteration_s;
   e.gpu_hours = e.time_s / 3600.0 * static_cast<double>(gpus);
   if (goal.price_per_gpu_hour) e.cost = e.gpu_hours * *goal.price_per_gpu_hour;
@@ -269,8 +280,7 @@ static TrainGoal parse_train_goal(JsonObject& o, const std::string& what) {
   if (!o.has("training")) return goal;
   JsonObject t = o.object("training");
   if (t.has("dataset_size")) goal.dataset_size = t.integer("dataset_size", 1, kMaxDatasetSize);
-  if (t.has("epochs")) goal.epochs = t.number("epochs", 0, kMaxEpochs);
-  if (goal.epochs && !(*goal.epochs > 0)) t.fail("epochs", "must be greater than 0");
+  if (t.has("epochs")) goal.epochs = checked_epochs(what + ": " + t.path_of("epochs"), t.number("epochs", 0, kMaxEpochs));
   if (t.has("price_per_gpu_hour")) goal.price_per_gpu_hour = t.number("price_per_gpu_hour", 0, kMaxPrice);
   t.reject_unknown();
   goal.check(what + ": " + t.path_of("dataset_size"), what + ": " + t.path_of("price_per_gpu_hour"));

@@ -15,6 +15,17 @@
 
 namespace dtsim {
 
+// Bounds on what time to train may ask for, the same for predict, sweep (flags and sweep files) and
+// plan: beyond them the question is not a training run (2^50 samples keeps every step count exact).
+constexpr int64_t kMaxDatasetSize = int64_t(1) << 50;
+constexpr double kMaxEpochs = 1e6;
+constexpr double kMaxPrice = 1e9;
+// Each value in its bounds, or InputError naming `where` with the rule: dataset size in [1, 2^50],
+// epochs in (0, 1e6], price in [0, 1e9].
+int64_t checked_dataset_size(const std::string& where, int64_t v);
+double checked_epochs(const std::string& where, double v);
+double checked_price(const std::string& where, double v);
+
 // How much training: samples per epoch and epochs; the price of a GPU-hour in any currency.
 struct TrainGoal {
   std::optional<int64_t> dataset_size;
@@ -27,7 +38,7 @@ struct TrainGoal {
 
 struct TrainEstimate {
   int64_t steps_per_epoch = 0;  // ceil(dataset / global batch): the last batch is smaller, not dropped
-  double steps = 0;
+  double steps = 0;             // whole steps: ceil(steps_per_epoch x epochs), at least 1
   double time_s = 0;
   double gpu_hours = 0;
   std::optional<double> cost;

@@ -261,7 +261,7 @@ TEST_CASE("cli: collective's what-if flags refuse bad values with one line namin
       {"--nic-Gbps 0", "--nic-Gbps: must be in [0.001, 8000000], got 0"},
       {"--nic-Gbps fast", "--nic-Gbps: 'fast' is not a number"},
       {"--nic-Gbps 100,200", "--nic-Gbps: takes one value here"},
-      {"--intra-node-GBps -5", "--intra-node-GBps: '-5' must be in [0, "},
+      {"--intra-node-GBps -5", "--intra-node-GBps: must be in [0.001, 1000000], got -5"},
       {"--intra-node-bandwidth-scale 0", "--intra-node-bandwidth-scale: must be in [0.001, 1000], got 0"},
       {"--inter-node-bandwidth-scale 2000", "--inter-node-bandwidth-scale: must be in [0.001, 1000], got 2000"},
       {"--latency-scale nan", "--latency-scale: 'nan' is not a number"},

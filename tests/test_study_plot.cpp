@@ -134,7 +134,7 @@ TEST_CASE("plots: every kernel kind has its own colour and point shape on the ro
   // The styles themselves: no two kinds alike.
   std::set<std::string> colours;
   std::set<int> points;
-  const int kinds = static_cast<int>(dtsim::KernelKind::Eltwise) + 1;
+  const int kinds = dtsim::kKernelKinds;
   for (int k = 0; k < kinds; ++k) {
     colours.insert(dtsim::kind_style(static_cast<dtsim::KernelKind>(k)).colour);
     points.insert(dtsim::kind_style(static_cast<dtsim::KernelKind>(k)).point_type);

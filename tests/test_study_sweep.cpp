@@ -85,7 +85,7 @@ TEST_CASE("sweep file: every rule broken names the file, the JSON path and the r
       {m + R"(,"scenarios":[{"name":"x","nic_Gbps":"fast"}]})", "$.scenarios[0].nic_Gbps", "must be a number"},
       {m + R"(,"scenarios":[{"name":"x","speed":2}]})", "$.scenarios[0].speed", "unknown field"},
       {m + R"(,"training":{"dataset_size":1000}})", "$.training.dataset_size", "both the dataset size and the number of epochs"},
-      {m + R"(,"training":{"dataset_size":1000,"epochs":0}})", "$.training.epochs", "greater than 0"},
+      {m + R"(,"training":{"dataset_size":1000,"epochs":0}})", "$.training.epochs", "must be in (0, 1000000]"},
       {m + R"(,"training":{"price_per_gpu_hour":2}})", "$.training.price_per_gpu_hour", "needs the dataset size"},
   };
   for (const auto& c : cases) {

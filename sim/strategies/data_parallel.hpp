@@ -27,6 +27,8 @@ class DataParallelStrategy : public Strategy {
     return p;
   }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
+  // The parameter server prices its push and pull itself (the "ps" collective).
+  bool uses_algo() const override { return kind_ != ParameterServer; }
 
  private:
   Kind kind_;

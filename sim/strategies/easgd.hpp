@@ -35,6 +35,9 @@ class EasgdStrategy : public Strategy {
   std::string trade_off() const override;
   StrategyParams own_params(const StrategyParams& given) const override { return tau_only(given); }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
+  // Exchanges with the centre are priced by their own trees and queues, after local steps.
+  bool uses_algo() const override { return false; }
+  bool uses_overlap() const override { return false; }
 
  private:
   Kind kind_;

@@ -52,6 +52,7 @@ class GridStrategy : public Strategy {
   }
   // The global batch is batch_per_gpu x P; --pr/--pc pick the grid, else the best one.
   StrategyOutcome predict(const StrategyContext& ctx) const override;
+  bool uses_overlap() const override { return false; }  // its communication is not overlapped
 };
 
 }  // namespace dtsim

@@ -18,6 +18,7 @@ class LocalSgdStrategy : public Strategy {
   std::string trade_off() const override;
   StrategyParams own_params(const StrategyParams& given) const override { return tau_only(given); }
   StrategyOutcome predict(const StrategyContext& ctx) const override;
+  bool uses_overlap() const override { return false; }  // the averaging follows tau local steps
 };
 
 }  // namespace dtsim
