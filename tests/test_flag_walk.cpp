@@ -78,7 +78,8 @@ TEST_CASE("flag walk: every flag of predict changes its answer or is refused") {
          {"--domain", ""}, {"--format", "json"}, {"--out", kTmp + ".txt"}, {"--allow-unknown-ops", ""}, {"--seq-len", "64"},
          {"--flops-scale", "2"}, {"--memory-bandwidth-scale", "2"}, {"--intra-node-GBps", "10"}, {"--intra-node-bandwidth-scale", "0.5"},
          {"--nic-Gbps", "10"}, {"--inter-node-bandwidth-scale", "0.5"}, {"--latency-scale", "10"}, {"--launch-overhead-scale", "10"},
-         {"--gpus-per-node", "4"}, {"--dataset-size", "1000000"}, {"--epochs", "1"}, {"--price-per-gpu-hour", "2"}},
+         {"--gpus-per-node", "4"}, {"--dataset-size", "1000000"}, {"--epochs", "1"}, {"--price-per-gpu-hour", "2"},
+         {"--grad-accum-steps", "4"}, {"--activation-checkpointing", ""}, {"--shard", "hybrid"}},
         {{"--trace", "writes the trace file; stdout stays the prediction (test_study_trace checks the file)"},
          {"--allow-unknown-ops", "a zoo model has no operator dtsim does not know (test_onnx_cli checks it on ONNX files)"}}});
 }
@@ -108,7 +109,7 @@ TEST_CASE("flag walk: every flag of collective changes its answer or is refused"
         {{"--op", "allgather"}, {"--bytes", "1G"}, {"--gpus", "8"}, {"--cluster", "a100-sxm"}, {"--cluster-nodes", "1"}, {"--algo", "tree"},
          {"--format", "json"}, {"--out", kTmp + ".txt"}, {"--memory-bandwidth-scale", "2"}, {"--intra-node-GBps", "10"},
          {"--intra-node-bandwidth-scale", "0.5"}, {"--nic-Gbps", "10"}, {"--inter-node-bandwidth-scale", "0.5"}, {"--latency-scale", "10"},
-         {"--gpus-per-node", "4"}},
+         {"--gpus-per-node", "4"}, {"--nvls", "on"}},
         {}});
 }
 
