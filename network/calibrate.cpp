@@ -33,7 +33,7 @@ struct Knob {
   // The coordinate's range: the fit never leaves it, so that every fitted constant is one the cluster
   // format accepts (its parser's ranges); set by knobs_for.
   double lo = -INFINITY, hi = INFINITY;
-  std::string measure;  // what to measure to pin the constant down, for the report
+  std::string measure = {};  // what to measure to pin the constant down, for the report
 };
 
 double logit(double p) { return std::log(p / (1 - p)); }
