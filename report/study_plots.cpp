@@ -111,7 +111,7 @@ Plot scaling_plot(const SweepResult& res, const std::string& path, const std::st
   std::ostringstream gp;
   gp << "set multiplot layout 1,2 title " << gp_quote(sweep_title(res)) << "\n"
      << "set logscale x 2\nset xrange [" << num(lo / 1.3) << ":" << num(hi * 1.3) << "]\n"
-     << "set xlabel 'GPUs'\nset grid\nset key outside bottom center horizontal maxrows 4 font ',8'\n"
+     << "set xlabel 'GPUs' offset 0,0.3\nset grid\nset key outside bottom center horizontal maxrows 4 font ',8' height 1.5\n"
      << "set format x '%g'\n";
   // Models get a dash pattern each, so that colours (which repeat after eight) still tell lines apart.
   std::map<std::string, int> model_index;
@@ -128,9 +128,22 @@ Plot scaling_plot(const SweepResult& res, const std::string& path, const std::st
   };
   gp << "set title 'Throughput'\nset ylabel 'samples/s'\nset logscale y\nset format y '%.0s%c'\n"
      << "plot " << lines(2) << "\n";
+  // The efficiency axis spans the efficiencies drawn: series that all sit near 99% would merge into
+  // one line on a 0-100% axis. It reaches down to the 90% and 75% marks only where a series does.
+  double eff_lo = 100, eff_hi = 100;
+  for (const auto& r : res.rows)
+    if (std::isfinite(r.p.scaling_efficiency)) {
+      eff_lo = std::min(eff_lo, 100 * r.p.scaling_efficiency);
+      eff_hi = std::max(eff_hi, 100 * r.p.scaling_efficiency);
+    }
+  const double pad = std::max(0.5, 0.08 * (eff_hi - eff_lo));
+  const double y_lo = std::max(0.0, std::floor(eff_lo - pad)), y_hi = std::ceil(eff_hi + pad);
+  std::string marks;
+  if (y_lo < 90) marks += ", 90 with lines dt 2 lc rgb 'gray40' title '90%'";
+  if (y_lo < 75) marks += ", 75 with lines dt 3 lc rgb 'gray40' title '75%'";
   gp << "set title 'Weak-scaling efficiency t(1 GPU) / t(P GPUs)'\nset ylabel 'efficiency (%)'\nunset logscale y\nset format y '%g'\n"
-     << "set yrange [0:105]\n"
-     << "plot " << lines(3) << ", 90 with lines dt 2 lc rgb 'gray40' title '90%', 75 with lines dt 3 lc rgb 'gray40' title '75%'\n"
+     << "set yrange [" << num(y_lo) << ":" << num(y_hi) << "]\n"
+     << "plot " << lines(3) << marks << "\n"
      << "unset multiplot\n";
   plot.render(gp.str(), files);
   return plot;
@@ -141,25 +154,23 @@ Plot breakdown_plot(const SweepResult& res, const std::string& path, const std::
   for (const auto& r : res.rows) rows.push_back(&r);
   std::string note;
   if (rows.size() > kMaxBreakdownBars) {
-    // The first what-if only, then GPU counts spread evenly over those swept.
-    const std::string first = res.rows.front().what_if.label();
-    std::vector<const StudyRow*> kept;
+    // Every model, batch and what-if keeps its bars, at GPU counts spread evenly over those swept
+    // (the smallest and the largest first), as many as the bars allow.
     std::set<int64_t> gpus;
-    for (const StudyRow* r : rows)
-      if (r->what_if.label() == first) {
-        kept.push_back(r);
-        gpus.insert(r->p.gpus);
-      }
-    size_t groups = std::max<size_t>(1, kept.size() / std::max<size_t>(1, gpus.size()));
-    size_t keep_counts = std::max<size_t>(1, kMaxBreakdownBars / groups);
-    std::vector<int64_t> all(gpus.begin(), gpus.end()), chosen;
+    for (const StudyRow* r : rows) gpus.insert(r->p.gpus);
+    const size_t groups = std::max<size_t>(1, rows.size() / std::max<size_t>(1, gpus.size()));
+    const size_t keep_counts = std::max<size_t>(1, kMaxBreakdownBars / groups);
+    const std::vector<int64_t> all(gpus.begin(), gpus.end());
+    std::set<int64_t> pick;
     for (size_t i = 0; i < std::min(keep_counts, all.size()); ++i)
-      chosen.push_back(all[keep_counts >= all.size() ? i : (i * (all.size() - 1)) / std::max<size_t>(1, keep_counts - 1)]);
-    std::set<int64_t> pick(chosen.begin(), chosen.end());
-    rows.clear();
-    for (const StudyRow* r : kept)
-      if (pick.count(r->p.gpus) && rows.size() < kMaxBreakdownBars) rows.push_back(r);
-    note = " (a subset: " + first + ")";
+      pick.insert(keep_counts == 1 ? all.back() : all[(i * (all.size() - 1)) / std::max<size_t>(1, std::min(keep_counts, all.size()) - 1)]);
+    std::vector<const StudyRow*> kept;
+    for (const StudyRow* r : rows)
+      if (pick.count(r->p.gpus) && kept.size() < kMaxBreakdownBars) kept.push_back(r);
+    rows = kept;
+    std::string counts;
+    for (int64_t g : pick) counts += (counts.empty() ? "" : ", ") + std::to_string(g);
+    note = " (at " + counts + " GPUs)";
   }
   const Varying v = varying(res);
   std::string d = "# label compute_pct optimizer_pct exposed_comm_pct host_idle_pct\n";
@@ -177,7 +188,11 @@ Plot breakdown_plot(const SweepResult& res, const std::string& path, const std::
          num(100 * p.host_idle_s / it) + "\n";
   }
   const int width = std::max<int>(900, 60 + 22 * static_cast<int>(rows.size()));
-  Plot plot(flag, path, width, 640);
+  // The picture is as tall as the bars' area and the longest rotated label below it, no taller: a
+  // fixed height left a blank band under short labels and cut long ones.
+  const double char_px_h = 0.7 * 8, label_px = (label_chars.empty() ? 0.0 : double(*std::max_element(label_chars.begin(), label_chars.end()))) * char_px_h * std::sin(50 * 3.14159265358979 / 180);
+  const double bottom_px = label_px + 30, height = 380 + bottom_px;
+  Plot plot(flag, path, width, static_cast<int>(height));
   // The x labels are rotated by 50 degrees and end at their bar, so each reaches left of it by
   // chars x char width x cos 50; the first bars' labels would run past the picture's left edge.
   // The left margin (in pixels; the bars fill the rest up to the right margin, bar i at
@@ -193,6 +208,7 @@ Plot breakdown_plot(const SweepResult& res, const std::string& path, const std::
   gp << "set title " << gp_quote("Iteration breakdown: " + sweep_title(res) + note) << "\n"
      << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\nset boxwidth 0.8\n"
      << "set lmargin at screen " << num(left_px / width) << "\nset rmargin at screen " << num((width - right_px) / width) << "\n"
+     << "set bmargin at screen " << num(bottom_px / height) << "\n"
      << "set xrange [-0.6:" << num(n - 0.4) << "]\n"
      << "set ylabel '% of the iteration'\nset yrange [0:100]\nset xtics rotate by 50 right font ',8' nomirror\nset key outside top center horizontal\n"
      << "set grid y\n"

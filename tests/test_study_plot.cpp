@@ -173,3 +173,45 @@ TEST_CASE("plots: every kernel kind has its own colour and point shape on the ro
     CHECK(drawn_colours.insert(style.second).second);
   }
 }
+
+TEST_CASE("plots: a sweep's efficiency axis spans its efficiencies, and the breakdown keeps every what-if") {
+  if (!have_gnuplot()) {
+    WARN("gnuplot is not installed: plots not drawn");
+    return;
+  }
+  study_test::TempDir tmp("whatif_plots");
+  // 8 what-ifs x 10 GPU counts: more bars than a breakdown draws, every efficiency above 98%.
+  const std::string sweep = "sweep --model resnet50 --gpus 8..4096:x2 --batch-per-gpu 64 --cluster-nodes 512 --nic-Gbps 100,200,400,800 "
+                            "--latency-scale 0.5,1 --format csv";
+  auto r = run_dtsim(sweep + " --plot " + tmp.path + "/s.svg --plot-breakdown " + tmp.path + "/b.svg");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string s = slurp(tmp.path + "/s.svg");
+  // A 0-100% axis put every series on one line near the top: its tics 0, 20, ... are gone, 99 is drawn.
+  CHECK(s.find("<text>20</text>") == std::string::npos);
+  CHECK(s.find("<text>99</text>") != std::string::npos);
+  const std::string b = slurp(tmp.path + "/b.svg");
+  // Every what-if keeps bars (before, only the first one did), at the smallest and the largest GPU count.
+  for (const char* w : {"NIC 100 Gb/s", "NIC 800 Gb/s", "latency x0.5"}) {
+    INFO(w);
+    CHECK(b.find(w) != std::string::npos);
+  }
+  CHECK(b.find(", 8 GPUs:") != std::string::npos);
+  CHECK(b.find(", 4096 GPUs:") != std::string::npos);
+  // No blank band: the longest rotated label ends within 60 px of the picture's bottom edge.
+  const size_t hs = b.find("height=\"");
+  REQUIRE(hs != std::string::npos);
+  const double height = std::stod(b.substr(hs + 8));
+  double lowest = 0;
+  for (size_t at = b.find("rotate(-50)"); at != std::string::npos; at = b.find("rotate(-50)", at + 1)) {
+    const size_t tr = b.rfind("translate(", at);
+    const size_t comma = b.find(',', tr);
+    const double y = std::stod(b.substr(comma + 1));
+    const size_t fs = b.find("font-size=\"", at);
+    const double font = std::stod(b.substr(fs + 11));
+    const size_t t0 = b.find("<text>", at) + 6, t1 = b.find("</text>", t0);
+    lowest = std::max(lowest, y + (t1 - t0) * 0.6 * font * std::sin(50 * 3.14159265358979 / 180));
+  }
+  CHECK(lowest <= height);
+  CHECK(lowest >= height - 60);
+}
