@@ -24,8 +24,8 @@ class RooflineCommand : public Command {
     c->add_option("--execution", mode_.execution, "eager, cuda-graphs, compile, compile-cuda-graphs (the kernels Inductor fuses)")->capture_default_str();
     c->add_option("--plot", plot_, "Draw the roofline to FILE.png or FILE.svg (gnuplot)");
     c->add_option("--compute-model", compute_model_,
-                  "Kernel times: roofline (the pure roofline, default), auto or mlp (the measured predictors predict prices with; the "
-                  "points then sit where those times put them)")
+                  "Kernel times: auto (default: the measured predictors predict prices with, the roofline where none covers a kernel; "
+                  "the points sit where those times put them), mlp, or roofline (the pure roofline: every kernel on its roof)")
         ->check(CLI::IsMember(compute_model_names()))
         ->capture_default_str();
     c->add_option("--format", format_, "Output format")->check(CLI::IsMember(kTableJsonCsv))->capture_default_str();
@@ -65,7 +65,7 @@ class RooflineCommand : public Command {
  private:
   WhatIfFlags whatif_;
   StepModeNames mode_;
-  std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", compute_model_ = "roofline", plot_, format_ = "table", out_;
+  std::string model_, cluster_ = "h100-sxm", precision_ = "fp32", compute_model_ = "auto", plot_, format_ = "table", out_;
   int64_t batch_ = 0;
   bool allow_unknown_ops_ = false;
   int64_t seq_len_ = 0;

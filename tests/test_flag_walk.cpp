@@ -88,7 +88,7 @@ TEST_CASE("flag walk: every flag of roofline changes its answer or is refused") 
   walk({"roofline --model resnet50 --batch-per-gpu 64",
         {{"--model", "vgg16"}, {"--batch-per-gpu", "32"}, {"--cluster", "a100-sxm"}, {"--precision", "bf16"},
          {"--memory-format", "channels_last"}, {"--optimizer", "adamw"}, {"--execution", "compile"}, {"--plot", kTmp + ".png"},
-         {"--compute-model", "auto"}, {"--format", "json"}, {"--out", kTmp + ".txt"}, {"--allow-unknown-ops", ""}, {"--seq-len", "64"},
+         {"--compute-model", "roofline"}, {"--format", "json"}, {"--out", kTmp + ".txt"}, {"--allow-unknown-ops", ""}, {"--seq-len", "64"},
          {"--flops-scale", "2"}, {"--memory-bandwidth-scale", "2"}, {"--intra-node-GBps", "10"}, {"--intra-node-bandwidth-scale", "0.5"},
          {"--nic-Gbps", "10"}, {"--inter-node-bandwidth-scale", "0.5"}, {"--latency-scale", "10"}, {"--launch-overhead-scale", "10"},
          {"--gpus-per-node", "4"}},
