@@ -26,6 +26,13 @@ TrainingConfig config(int64_t gpus, int64_t batch, const std::string& strategy, 
   return cfg;
 }
 
+// gpt2_medium's accumulation cases: 16 GPUs at 2 samples each, `k` micro-batches a step.
+TrainingConfig accumulating(const std::string& strategy, int k) {
+  TrainingConfig cfg = config(16, 2, strategy);
+  cfg.grad_accum_steps = k;
+  return cfg;
+}
+
 MemoryFit fit(const Graph& g, const ClusterSpec& c, const TrainingConfig& cfg) {
   return memory_fit(g, cfg.batch_per_gpu, cfg.precision, cfg.gpus, c.gpu, default_memory_spec(), -1, cfg.mode.optimizer,
                     training_memory_layout(g, c, cfg));
@@ -191,11 +198,7 @@ TEST_CASE("gradient accumulation: K micro-batches per step, the all-reduce's cos
 TEST_CASE("gradient accumulation under zero2 reduce-scatters every micro-batch, under zero1 once per step") {
   const Graph g = load_model("gpt2_medium");
   const ClusterSpec c = load_cluster("h100-sxm");
-  auto bytes = [&](const char* s, int k) {
-    TrainingConfig cfg = config(16, 2, s);
-    cfg.grad_accum_steps = k;
-    return predict(g, c, cfg).strategy.comm_bytes;
-  };
+  auto bytes = [&](const char* s, int k) { return predict(g, c, accumulating(s, k)).strategy.comm_bytes; };
   CHECK(bytes("zero1", 4) == Approx(bytes("zero1", 1)));
   const double rs = 15.0 / 16 * 4.0 * g.params();
   CHECK(bytes("zero2", 4) == Approx(bytes("zero2", 1) + 3 * rs));
@@ -237,11 +240,7 @@ TEST_CASE("sharded: dtsim predict says llama2_7b's DDP does not fit and its FSDP
 TEST_CASE("gradient accumulation: FSDP's no_sync holds unsharded gradients and reduces once, ZeRO-3 reduces every micro-batch") {
   const Graph g = load_model("gpt2_medium");
   const ClusterSpec c = load_cluster("h100-sxm");
-  auto cfg = [&](const char* s, int k) {
-    TrainingConfig t = config(16, 2, s);
-    t.grad_accum_steps = k;
-    return t;
-  };
+  const auto cfg = accumulating;
   const double grads = 4.0 * g.params();
   CHECK(fit(g, c, cfg("fsdp", 4)).gradients_bytes == Approx(grads));
   CHECK(fit(g, c, cfg("fsdp", 1)).gradients_bytes == Approx(grads / 16));
