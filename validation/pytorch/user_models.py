@@ -107,6 +107,15 @@ MODELS = {
                          batches=(32, 64), optimizer="sgd", split="fit"),
     "tv_vit_b_16": dict(family="vit", source="torchvision", name="vit_b_16", task="image_cls", batches=(32, 64),
                         optimizer="adamw", split="held_out"),
+    # --- models dtsim's zoo describes layer for layer (`zoo`: the zoo model that prices them), for the
+    # checkpointing and accumulation runs: there the step's base price is the zoo's, so what a run checks
+    # is the mode. The plain GPT-2 and BERT are validation/pytorch/transformer_models.py's. ---
+    "tv_resnet50": dict(family="resnet", source="torchvision", name="resnet50", zoo="resnet50", task="image_cls",
+                        batches=(64, 128), optimizer="sgd", split="held_out"),
+    "plain_gpt2": dict(family="gpt2", source="plain", name="gpt2_small", zoo="gpt2_small", task="plain_lm",
+                       T=1024, batches=(8, 16), optimizer="adamw", split="fit"),
+    "plain_bert": dict(family="bert", source="plain", name="bert_base", zoo="bert_base", task="plain_lm",
+                       T=T_ENCODER, batches=(16, 32), optimizer="adamw", split="held_out"),
 }
 
 
@@ -118,6 +127,9 @@ def build(name):
         import transformers
         cfg = getattr(transformers, e["config"])(**e["kw"])
         model = getattr(transformers, e["cls"])(cfg)
+    elif e["source"] == "plain":
+        import transformer_models as tm
+        model = tm.build(e["name"])
     elif e["source"] == "timm":
         import timm
         model = timm.create_model(e["name"], pretrained=False, num_classes=1000)
@@ -130,11 +142,11 @@ def build(name):
 
 
 def is_language(name):
-    return MODELS[name]["task"] in ("causal_lm", "masked_lm")
+    return MODELS[name]["task"] in ("causal_lm", "masked_lm", "plain_lm")
 
 
 def vocabulary(model):
-    return model.config.vocab_size
+    return model.config.vocab_size if hasattr(model, "config") else model.vocab
 
 
 def parameters(model):
@@ -156,6 +168,9 @@ class Step(torch.nn.Module):
     def forward(self, x, a, b=None):
         if self.task in ("causal_lm", "masked_lm"):
             return self.model(input_ids=x, attention_mask=a, labels=b).loss
+        if self.task == "plain_lm":  # the zoo's loss: every token against its own id, no shift
+            logits = self.model(x)
+            return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), b.view(-1))
         if self.task == "image_cls_labels":
             return self.model(pixel_values=x, labels=a).loss
         return torch.nn.functional.cross_entropy(self.model(x), a)

@@ -315,7 +315,8 @@ def run_one(name, batch, prec, a, mode="plain", accum=1, profile=False):
     lv = [float(v) for v in torch.stack(losses).float().cpu()]
     res = {
         "schema": "dtsim-measured-run/1", "source": "pytorch-user-models", "framework": "pytorch",
-        "model": name, "model_file": f"validation/data/h200-sxm/user_models/onnx/{name}.onnx",
+        "model": name, **({"zoo_model": e["zoo"]} if "zoo" in e else
+                          {"model_file": f"validation/data/h200-sxm/user_models/onnx/{name}.onnx"}),
         "family": e["family"], "library": e["source"], "split": e["split"],
         "model_source": f"validation/pytorch/user_models.py build('{name}')",
         "parameters": um.parameters(model),
@@ -330,7 +331,8 @@ def run_one(name, batch, prec, a, mode="plain", accum=1, profile=False):
         "loss": {"causal_lm": "HuggingFace's own (labels=input_ids: logits shifted inside the model, upcast to fp32)",
                  "masked_lm": "HuggingFace's own (labels=input_ids, every token labelled)",
                  "image_cls_labels": "HuggingFace's own (labels=)",
-                 "image_cls": "torch.nn.functional.cross_entropy(model(x), y)"}[e["task"]],
+                 "image_cls": "torch.nn.functional.cross_entropy(model(x), y)",
+                 "plain_lm": "torch.nn.functional.cross_entropy over every token against its own id (no shift)"}[e["task"]],
         "conv_api": "pytorch (cudnn.benchmark=True)", "layout": "NCHW" if not lang else "tokens (B x T ids)",
         "execution": {"memory_format": "contiguous", "optimizer": e["optimizer"], "execution": "eager",
                       **({"activation_checkpointing": True} if mode == "checkpoint" else {}),
@@ -378,8 +380,8 @@ def enable_checkpointing(name, model):
 
     lists = [getattr(model, a) for a in ("layer1", "layer2", "layer3", "layer4") if hasattr(model, a)]  # ResNets
     if not lists:
-        lists = [getattr(model, a) for a in ("stages", "layers", "blocks", "features")
-                 if isinstance(getattr(model, a, None), torch.nn.Sequential)][:1]
+        lists = [getattr(model, a) for a in ("stages", "layers", "blocks", "features", "h", "layer")
+                 if isinstance(getattr(model, a, None), (torch.nn.Sequential, torch.nn.ModuleList))][:1]
     if not lists:
         raise RuntimeError(f"{name}: no block list to checkpoint")
     for seq in lists:
@@ -423,6 +425,7 @@ MODES = {  # model: (batch, precision, modes); accumulation K = 4
     "hf_gpt2": (8, "bf16"), "hf_gpt2_medium": (4, "bf16"), "hf_llama_small": (4, "bf16"),
     "hf_bert_base": (16, "bf16"), "hf_opt_125m": (8, "bf16"), "tv_resnext50_32x4d": (32, "bf16"),
     "tv_convnext_tiny": (32, "bf16"), "hf_qwen2_small": (4, "bf16"),
+    "plain_gpt2": (8, "bf16"), "plain_bert": (16, "bf16"), "tv_resnet50": (64, "bf16"),
 }
 
 
